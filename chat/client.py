@@ -1,0 +1,45 @@
+"""The one place that makes the model client: the real API with a key, else the simulator."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+
+import anthropic
+from django.conf import settings
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anthropic.AsyncAnthropic] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def uses_simulator() -> bool:
+    return not settings.ANTHROPIC_API_KEY
+
+
+def _make() -> anthropic.AsyncAnthropic:
+    retries = settings.ANTHROPIC_MAX_RETRIES
+    if settings.ANTHROPIC_API_KEY:
+        # base_url=None lets the SDK read ANTHROPIC_BASE_URL, as it documents.
+        return anthropic.AsyncAnthropic(
+            api_key=settings.ANTHROPIC_API_KEY,
+            base_url=settings.ANTHROPIC_BASE_URL or None,
+            max_retries=retries,
+        )
+    from chat.simulator import make_client, shared_simulator
+
+    return make_client(shared_simulator(), max_retries=retries)
+
+
+def get_client() -> anthropic.AsyncAnthropic:
+    """One client per event loop: connection pools must not cross loops."""
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None:
+        client = _clients[loop] = _make()
+    return client
+
+
+def reset() -> None:
+    """Forget cached clients (tests that change settings)."""
+    _clients.clear()

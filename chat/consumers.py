@@ -1,0 +1,160 @@
+"""The conversation socket: access check, then dispatch. State changes live in chat.services."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from channels.db import database_sync_to_async as db
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+
+from chat import access, events, frames, ratelimit, thread_state
+from chat.live import TabState
+from chat.services import messages, pairing
+from chat.services.errors import UserInputError
+
+logger = logging.getLogger(__name__)
+
+CLOSE_UNAUTHENTICATED = 4403
+CLOSE_NOT_FOUND = 4404
+MAX_FRAME_BYTES = 256 * 1024
+
+
+class ConversationConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+    conversation_id: int
+    tab: TabState
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        self.conversation_id = int(self.scope["url_route"]["kwargs"]["conversation_id"])
+        if await db(access.owned_conversation)(user, self.conversation_id) is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.tab = TabState()
+        self.group = events.conversation_group(self.conversation_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    # --- from the browser ----------------------------------------------------------------
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if text_data is None or len(text_data) > MAX_FRAME_BYTES:
+            await self.send_error("That frame was not understood (text JSON only, 256 KB at most).")
+            return
+        try:
+            content = json.loads(text_data)
+        except ValueError:
+            await self.send_error("That frame was not valid JSON.")
+            return
+        if not isinstance(content, dict):
+            await self.send_error("A frame must be a JSON object.")
+            return
+        await self.receive_json(content)
+
+    async def receive_json(self, content: dict[str, Any], **kwargs: Any) -> None:
+        handler = self.actions.get(str(content.get("type")))
+        if handler is None:
+            await self.send_error("Unknown action.")
+            return
+        try:
+            await handler(self, content)
+        except UserInputError as exc:
+            await self.send_error(str(exc))
+
+    async def do_sync(self, content: dict[str, Any]) -> None:
+        self.tab.seq = _int(content.get("seq"))
+        self.tab.rev = _int(content.get("rev"))
+        self.tab.streams.clear()
+        await self.push_changes()
+
+    async def do_send(self, content: dict[str, Any]) -> None:
+        if not ratelimit.allow(self.scope["user"].pk, per_minute=settings.TANDEM_RATE_LIMIT_PER_MINUTE):
+            raise UserInputError("You are sending messages too fast; wait a moment.")
+        await db(messages.post_user_message)(self.conversation_id, content.get("text"))
+        await self.send(text_data=frames.error(""))
+
+    async def do_stop(self, content: dict[str, Any]) -> None:
+        if not await db(messages.request_stop)(self.conversation_id, _int(content.get("message"))):
+            raise UserInputError("That reply is not streaming any more.")
+
+    async def do_retry(self, content: dict[str, Any]) -> None:
+        if not await db(messages.retry_reply)(self.conversation_id, _int(content.get("message"))):
+            raise UserInputError("That reply cannot be retried.")
+
+    async def do_cancel(self, content: dict[str, Any]) -> None:
+        pair = await db(access.owned_pair)(
+            self.scope["user"], self.conversation_id, _int(content.get("pair"))
+        )
+        if pair is None or await db(pairing.cancel)(pair.pk, by="the user") is None:
+            raise UserInputError("That tool call is not running any more.")
+
+    actions = {
+        "sync": do_sync,
+        "send": do_send,
+        "stop": do_stop,
+        "retry": do_retry,
+        "cancel": do_cancel,
+    }
+
+    async def send_error(self, text: str) -> None:
+        await self.send(text_data=frames.error(text))
+
+    # --- from the channel layer ------------------------------------------------------------
+
+    async def push_changes(self) -> None:
+        changes = await db(thread_state.changes_since)(
+            self.conversation_id, self.tab.seq, self.tab.rev
+        )
+        if changes is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        html = "".join(await db(self.tab.apply_changes)(changes))
+        await self.send(text_data=html)
+
+    async def conv_changed(self, event: dict[str, Any]) -> None:
+        await self.push_changes()
+
+    async def reply_delta(self, event: dict[str, Any]) -> None:
+        if self.tab.needs_refresh(event["message"]):
+            await self.push_changes()
+        frame = self.tab.apply_delta(event["message"], event["offset"], event["text"])
+        if frame:
+            await self.send(text_data=frame)
+
+    async def reply_snapshot(self, event: dict[str, Any]) -> None:
+        frame = self.tab.apply_snapshot(event["message"], event["text"])
+        if frame:
+            await self.send(text_data=frame)
+
+    async def reply_thinking(self, event: dict[str, Any]) -> None:
+        if event["message"] in self.tab.streams:
+            await self.send(text_data=frames.thinking_delta(event["message"], event["text"]))
+
+    async def reply_tool_input(self, event: dict[str, Any]) -> None:
+        frame = self.tab.apply_tool_input(
+            event["message"], event["index"], event["id"], event["name"], event["snapshot"]
+        )
+        if frame:
+            await self.send(text_data=frame)
+
+    async def tool_progress(self, event: dict[str, Any]) -> None:
+        await self.send(text_data=frames.progress(event["pair"], event["fraction"], event["text"]))
+
+
+def _int(value: object) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(0, value)
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return 0

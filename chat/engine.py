@@ -1,0 +1,196 @@
+"""The in-process runtime: turn runners, tool handles and the sweeper, on the server's loop.
+
+Everything here runs on one event loop, the ASGI server's, bound on the first request or
+socket. Other threads reach it only through ``kick`` and friends, which hop onto the loop
+with ``call_soon_threadsafe``. The in-memory channel layer is not thread-safe, which is why
+publishing also happens on this loop (see ``chat.events``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+INSTANCE_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+_loop: asyncio.AbstractEventLoop | None = None
+_bind_lock = threading.Lock()
+_tasks: set[asyncio.Task[Any]] = set()
+_runners: dict[int, asyncio.Task[Any]] = {}
+_rekick: set[int] = set()
+_replies: dict[int, asyncio.Task[Any]] = {}
+_live: dict[int, LiveReply] = {}
+_tools: dict[str, ToolHandle] = {}
+
+
+@dataclass
+class LiveReply:
+    """The text of a reply streaming in this process, for tabs that join mid-stream."""
+
+    conversation_id: int
+    text: str = ""
+    thinking: str = ""
+
+
+@dataclass
+class ToolHandle:
+    cancel: Callable[[], None]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def bound_loop() -> asyncio.AbstractEventLoop | None:
+    return _loop
+
+
+def bind(loop: asyncio.AbstractEventLoop) -> None:
+    """Adopt the server's loop (idempotent) and start the background sweeper on it."""
+    global _loop
+    with _bind_lock:
+        if _loop is loop and not loop.is_closed():
+            return
+        _loop = loop
+        _runners.clear()
+        _replies.clear()
+        _live.clear()
+        _tools.clear()
+    from tools import task_backend
+
+    task_backend.bind_loop(loop)
+    from chat import sweeper
+
+    spawn(sweeper.run_forever())
+
+
+def spawn(coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+    """Start a task on the current loop and keep a strong reference until it ends."""
+    task = asyncio.get_running_loop().create_task(coro)
+    _tasks.add(task)
+    task.add_done_callback(_finished)
+    return task
+
+
+def _finished(task: asyncio.Task[Any]) -> None:
+    _tasks.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("background task failed", exc_info=task.exception())
+
+
+def _on_loop(fn: Callable[..., None], *args: Any) -> None:
+    loop = _loop
+    if loop is None or loop.is_closed():
+        return  # no server loop here (a management command, a sync test): the sweeper will see it
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        fn(*args)
+    else:
+        loop.call_soon_threadsafe(fn, *args)
+
+
+def kick(conversation_id: int) -> None:
+    """Make sure a turn runner looks at this conversation soon. Safe from any thread."""
+    _on_loop(_kick, conversation_id)
+
+
+def _kick(conversation_id: int) -> None:
+    running = _runners.get(conversation_id)
+    if running is not None and not running.done():
+        _rekick.add(conversation_id)
+        return
+    from chat.runner import run_conversation
+
+    _runners[conversation_id] = spawn(_run(conversation_id, run_conversation))
+
+
+async def _run(
+    conversation_id: int, fn: Callable[[int], Awaitable[None]]
+) -> None:
+    try:
+        while True:
+            _rekick.discard(conversation_id)
+            await fn(conversation_id)
+            if conversation_id not in _rekick:
+                return
+    finally:
+        if _runners.get(conversation_id) is asyncio.current_task():
+            del _runners[conversation_id]
+
+
+def register_reply(message_id: int, conversation_id: int) -> LiveReply:
+    task = asyncio.current_task()
+    if task is not None:
+        _replies[message_id] = task
+    live = _live[message_id] = LiveReply(conversation_id)
+    return live
+
+
+def unregister_reply(message_id: int) -> None:
+    _replies.pop(message_id, None)
+    _live.pop(message_id, None)
+
+
+def live_reply(message_id: int) -> LiveReply | None:
+    return _live.get(message_id)
+
+
+def stop_reply(message_id: int) -> None:
+    """Cancel a reply streaming in this process (others notice the DB flag within a second)."""
+    _on_loop(_stop_reply, message_id)
+
+
+def _stop_reply(message_id: int) -> None:
+    task = _replies.get(message_id)
+    if task is not None and not task.done():
+        task.cancel()
+
+
+def register_tool(tool_use_id: str, handle: ToolHandle) -> None:
+    _tools[tool_use_id] = handle
+
+
+def unregister_tool(tool_use_id: str) -> None:
+    _tools.pop(tool_use_id, None)
+
+
+def cancel_tool(tool_use_id: str) -> None:
+    _on_loop(_cancel_tool, tool_use_id)
+
+
+def _cancel_tool(tool_use_id: str) -> None:
+    handle = _tools.get(tool_use_id)
+    if handle is not None:
+        handle.cancel()
+
+
+def running_tools() -> list[str]:
+    return list(_tools)
+
+
+async def idle() -> None:
+    """Wait until no turn runner and no tool is active in this process (for tests and shutdown)."""
+    while any(not t.done() for t in _runners.values()) or _tools:
+        await asyncio.sleep(0.01)
+
+
+class EngineMiddleware:
+    """ASGI middleware that binds the engine to the server's loop on first use."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        loop = asyncio.get_running_loop()
+        if _loop is not loop:
+            bind(loop)
+        await self.app(scope, receive, send)

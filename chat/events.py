@@ -1,0 +1,67 @@
+"""Publishing to the channel layer: a doorbell plus best-effort live deltas.
+
+The channel layer is at-most-once, so nothing is published here that is not also in the
+database (except live deltas, which the final database write supersedes). Doorbells are
+rung only after the transaction that made the change commits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+from chat import engine
+
+logger = logging.getLogger(__name__)
+
+
+def conversation_group(conversation_id: int) -> str:
+    return f"conv-{conversation_id}"
+
+
+def user_group(user_id: int) -> str:
+    return f"user-{user_id}"
+
+
+async def publish(group: str, message: dict[str, Any]) -> None:
+    """Send now, from async code; a lost message is logged, never raised."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        await layer.group_send(group, message)
+    except Exception:
+        logger.warning("channel layer send to %s failed", group, exc_info=True)
+
+
+def _publish_from_anywhere(group: str, message: dict[str, Any]) -> None:
+    loop = engine.bound_loop()
+    if loop is not None and loop.is_running():
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            engine.spawn(publish(group, message))
+        else:
+            asyncio.run_coroutine_threadsafe(publish(group, message), loop)
+        return
+    async_to_sync(publish)(group, message)
+
+
+def ring(conversation_id: int, owner_id: int | None = None) -> None:
+    """After commit: tell every open tab of this conversation (and its owner's list) to look."""
+
+    def send() -> None:
+        _publish_from_anywhere(conversation_group(conversation_id), {"type": "conv.changed"})
+        if owner_id is not None:
+            _publish_from_anywhere(
+                user_group(owner_id), {"type": "convlist.changed", "conversation": conversation_id}
+            )
+
+    transaction.on_commit(send)

@@ -1,0 +1,87 @@
+"""HTML fragments pushed over the WebSocket; htmx swaps them out of band by id.
+
+Every piece of model or user text goes through Django's autoescaping or the Markdown
+sanitizer (``chat.rendering``) before it reaches a frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.template.loader import render_to_string
+from django.utils.html import escape, format_html
+
+from chat.models import ToolPair
+from chat.thread_state import MessageView
+
+TEMPLATE = "chat/conversation.html"
+
+
+def _render(partial: str, **context: object) -> str:
+    return render_to_string(f"{TEMPLATE}#{partial}", context)
+
+
+def append_messages(views: Iterable[MessageView]) -> str:
+    inner = "".join(_render("message", view=v) for v in views)
+    return f'<div hx-swap-oob="beforeend:#thread">{inner}</div>' if inner else ""
+
+
+def replace_message(view: MessageView) -> str:
+    return _render("message", view=view, oob=True)
+
+
+def replace_card(pair: ToolPair) -> str:
+    return _render("tool_card", pair=pair, oob=True)
+
+
+def delta(message_id: int, text: str) -> str:
+    return format_html('<span hx-swap-oob="beforeend:#msg-{}-stream">{}</span>', message_id, text)
+
+
+def replace_stream(message_id: int, text: str) -> str:
+    return format_html(
+        '<span id="msg-{}-stream" class="stream" hx-swap-oob="true">{}</span>', message_id, text
+    )
+
+
+def thinking_delta(message_id: int, text: str) -> str:
+    return format_html(
+        '<span hx-swap-oob="beforeend:#msg-{}-thinking-text">{}</span>', message_id, text
+    )
+
+
+def tool_input(
+    message_id: int, index: int, tool_use_id: str, name: str, snapshot: str, *, new: bool
+) -> str:
+    return _render(
+        "live_tool",
+        new=new,
+        message_id=message_id,
+        index=index,
+        tool_use_id=tool_use_id,
+        name=name,
+        snapshot=snapshot,
+    )
+
+
+def progress(pair_id: int, fraction: float | None, text: str) -> str:
+    return _render("progress", pair_id=pair_id, fraction=fraction, text=text, oob=True)
+
+
+def cursor(seq: int, rev: int) -> str:
+    return format_html(
+        '<div id="sync-cursor" hidden hx-swap-oob="true" data-seq="{}" data-rev="{}"></div>',
+        seq,
+        rev,
+    )
+
+
+def error(text: str) -> str:
+    return format_html(
+        '<div id="composer-error" class="composer-error" role="alert" hx-swap-oob="true">{}</div>',
+        text,
+    )
+
+
+def plain(text: str) -> str:
+    return escape(text)

@@ -1,0 +1,75 @@
+"""What one open tab has been sent, so every frame fills a gap and none repeats.
+
+A tab reports its cursor (highest seq, highest rev) when its socket opens; from then on the
+consumer keeps it: new messages are appended, changed ones replaced, and streamed text is
+tracked by character offset so that deltas, snapshots and resyncs never double or drop text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from chat import frames
+from chat.models import Message
+from chat.thread_state import Changes
+
+
+@dataclass
+class TabState:
+    seq: int = 0
+    rev: int = 0
+    streams: dict[int, int] = field(default_factory=dict)  # message id -> chars delivered
+    known: set[int] = field(default_factory=set)  # message ids the tab has
+    live_tools: set[tuple[int, int]] = field(default_factory=set)  # (message id, block index)
+
+    def apply_changes(self, changes: Changes) -> list[str]:
+        out: list[str] = []
+        if changes.new:
+            out.append(frames.append_messages(changes.new))
+        for view in changes.changed:
+            out.append(frames.replace_message(view))
+        for view in [*changes.new, *changes.changed]:
+            self.known.add(view.id)
+            self.live_tools = {k for k in self.live_tools if k[0] != view.id}
+            if view.message.status == Message.Status.STREAMING:
+                self.streams[view.id] = len(view.live_text or "")
+            else:
+                self.streams.pop(view.id, None)
+        for pair in changes.pairs:
+            out.append(frames.replace_card(pair))
+        self.seq = max(self.seq, changes.seq)
+        self.rev = max(self.rev, changes.rev)
+        out.append(frames.cursor(self.seq, self.rev))
+        return out
+
+    def apply_delta(self, message_id: int, offset: int, text: str) -> str | None:
+        """The part of a delta the tab lacks; None if it has it, or cannot place it yet."""
+        delivered = self.streams.get(message_id)
+        if delivered is None:
+            return None
+        end = offset + len(text)
+        if end <= delivered or offset > delivered:
+            return None  # a repeat, or a gap that the next snapshot fills
+        self.streams[message_id] = end
+        return frames.delta(message_id, text[delivered - offset :])
+
+    def apply_snapshot(self, message_id: int, text: str) -> str | None:
+        delivered = self.streams.get(message_id)
+        if delivered is None or len(text) <= delivered:
+            return None
+        self.streams[message_id] = len(text)
+        return frames.replace_stream(message_id, text)
+
+    def apply_tool_input(
+        self, message_id: int, index: int, tool_use_id: str, name: str, snapshot: str
+    ) -> str | None:
+        if message_id not in self.streams:
+            return None
+        key = (message_id, index)
+        new = key not in self.live_tools
+        self.live_tools.add(key)
+        return frames.tool_input(message_id, index, tool_use_id, name, snapshot, new=new)
+
+    def needs_refresh(self, message_id: int) -> bool:
+        """A delta for a message this tab has never seen: its doorbell is late."""
+        return message_id not in self.known

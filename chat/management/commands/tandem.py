@@ -1,0 +1,49 @@
+"""`manage.py tandem`: migrate, create demo accounts on a fresh database, serve with Daphne."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daphne.cli import CommandLineInterface
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+DEMO_USERS = [
+    ("alice", "alice-tandem-demo", False),
+    ("bob", "bob-tandem-demo", False),
+    ("admin", "admin-tandem-demo", True),
+]
+
+
+class Command(BaseCommand):
+    help = "Run Tandem: apply migrations, create demo accounts if none exist, serve HTTP and WebSockets."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default=settings.HOST)
+        parser.add_argument("--port", type=int, default=settings.PORT)
+        parser.add_argument("--no-demo", action="store_true", help="Never create demo accounts.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        (settings.BASE_DIR / "var").mkdir(exist_ok=True)
+        call_command("migrate", interactive=False, verbosity=0)
+        if settings.TANDEM_DEMO_USERS and not options["no_demo"]:
+            self._demo_users()
+        host, port = options["host"], options["port"]
+        mode = "the real API" if settings.ANTHROPIC_API_KEY else "the built-in simulator"
+        self.stdout.write(f"Tandem on {mode}: open http://{host}:{port}/", ending="\n")
+        self.stdout.flush()
+        CommandLineInterface().run(["-b", host, "-p", str(port), "project.asgi:application"])
+
+    def _demo_users(self) -> None:
+        User = get_user_model()
+        if User.objects.exists():
+            return
+        self.stdout.write("Created demo accounts (development only):")
+        for username, password, staff in DEMO_USERS:
+            if staff:
+                User.objects.create_superuser(username, f"{username}@example.com", password)
+            else:
+                User.objects.create_user(username, f"{username}@example.com", password)
+            self.stdout.write(f"  {username} / {password}{'  (staff: /admin/)' if staff else ''}")

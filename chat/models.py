@@ -1,0 +1,194 @@
+"""Conversations, their messages, and the tool calls waiting to be paired with a result.
+
+The database is the source of truth: the channel layer only rings a doorbell and carries
+best-effort live deltas.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+
+def default_model() -> str:
+    return str(settings.ANTHROPIC_MODEL)
+
+
+class Conversation(models.Model):
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+    )
+    title = models.CharField(max_length=200, blank=True)
+    model = models.CharField(max_length=100, default=default_model)
+    system_prompt = models.TextField(blank=True)
+    thinking_budget = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Extended thinking budget in tokens (>= 1024); empty = off."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    # Allocation counters, bumped under a row lock (see chat.services).
+    next_seq = models.PositiveIntegerField(default=1, editable=False)
+    rev = models.PositiveBigIntegerField(
+        default=0, editable=False, help_text="Change counter; every visible change bumps it."
+    )
+    # Highest message seq that a model turn has already been asked to answer.
+    answered_seq = models.PositiveIntegerField(default=0, editable=False)
+
+    # The turn lease: one model turn at a time per conversation, across processes.
+    lease_owner = models.CharField(max_length=64, blank=True, editable=False)
+    lease_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["owner", "-updated_at"])]
+
+    def __str__(self) -> str:
+        return self.title or f"Conversation {self.pk}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("chat:conversation", args=[self.pk])
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+        NOTICE = "notice"  # shown to people, never sent to the model
+
+    class Kind(models.TextChoices):
+        PROMPT = "prompt", "user prompt"
+        REPLY = "reply", "model reply"
+        TOOL_CALLS = "tool_calls", "flushed tool calls"
+        TOOL_RESULTS = "tool_results", "flushed tool results"
+        NOTICE = "notice", "notice"
+
+    class Status(models.TextChoices):
+        STREAMING = "streaming"
+        COMPLETE = "complete"
+        INTERRUPTED = "interrupted"
+        ERROR = "error"
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # API content blocks, exactly as sent or received.
+    content = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMPLETE)
+    stop_reason = models.CharField(max_length=40, blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    api_message_id = models.CharField(max_length=100, blank=True)
+    stop_requested = models.BooleanField(default=False)
+    superseded = models.BooleanField(
+        default=False, help_text="Replaced by a retry; kept for the record, not sent to the model."
+    )
+    rev = models.PositiveBigIntegerField(default=0, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["conversation", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "seq"], name="message_seq_unique")
+        ]
+        indexes = [models.Index(fields=["conversation", "rev"])]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.role} ({self.kind})"
+
+    @property
+    def text(self) -> str:
+        return "".join(
+            b.get("text", "") for b in self.content if isinstance(b, dict) and b.get("type") == "text"
+        )
+
+
+class ToolPair(models.Model):
+    """One tool_use from the model and, once it exists, its tool_result."""
+
+    class Status(models.TextChoices):
+        AWAITING_APPROVAL = "awaiting_approval", "awaiting approval"
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        TIMED_OUT = "timed_out", "timed out"
+        CANCELLED = "cancelled"
+        DENIED = "denied"
+
+    FINISHED = (
+        Status.SUCCEEDED,
+        Status.FAILED,
+        Status.TIMED_OUT,
+        Status.CANCELLED,
+        Status.DENIED,
+    )
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="tool_pairs"
+    )
+    message = models.ForeignKey(
+        Message,
+        on_delete=models.CASCADE,
+        related_name="tool_pairs",
+        help_text="The assistant reply that asked for this call.",
+    )
+    tool_use_id = models.CharField(max_length=128, unique=True)
+    tool_name = models.CharField(max_length=128)
+    input = models.JSONField(default=dict, blank=True)
+    block_index = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    result_content: models.JSONField[Any, Any] = models.JSONField(null=True, blank=True)
+    is_error = models.BooleanField(default=False)
+    progress = models.FloatField(null=True, blank=True)
+    progress_text = models.CharField(max_length=200, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    decision = models.CharField(
+        max_length=200, blank=True, help_text="Why the call was allowed, refused or held."
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_note = models.TextField(blank=True)
+    runner = models.CharField(max_length=64, blank=True, help_text="Process running the tool.")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    timeline = models.JSONField(default=list, blank=True)
+    rev = models.PositiveBigIntegerField(default=0, editable=False)
+    requested_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    flushed_at = models.DateTimeField(null=True, blank=True)
+    deadline_at = models.DateTimeField(null=True, blank=True)
+    flush_message = models.ForeignKey(
+        Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="flushed_pairs"
+    )
+
+    class Meta:
+        ordering = ["requested_at", "block_index"]
+        indexes = [
+            models.Index(fields=["conversation", "flushed_at"]),
+            models.Index(fields=["status", "deadline_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} {self.tool_use_id} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None

@@ -1,0 +1,338 @@
+"""Tool pairs: stored when the model asks, finished when a result arrives, flushed in pairs.
+
+Each decision about a call is made when it is stored and recorded on the pair. A pair is
+flushed into the thread exactly once: flushing happens only under the turn lease, and the
+conditional updates below make a late result (after a timeout or cancel) a no-op.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from chat import engine, events
+from chat.models import Message, ToolPair
+from chat.services.conversations import bump_rev, lock
+from chat.services.messages import append
+from tools.errors import ToolInputError
+from tools.registry import registry
+
+logger = logging.getLogger(__name__)
+
+OPEN = (ToolPair.Status.AWAITING_APPROVAL, ToolPair.Status.QUEUED, ToolPair.Status.RUNNING)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    status: str
+    message: str
+    notice: str = ""
+
+
+def _event(pair: ToolPair, what: str, **extra: Any) -> None:
+    pair.timeline = [*pair.timeline, {"at": timezone.now().isoformat(), "event": what, **extra}]
+
+
+def since_last_prompt(conversation_id: int) -> tuple[int, int]:
+    """(tool rounds, invalid calls) since the user last wrote."""
+    last_prompt = (
+        Message.objects.filter(conversation_id=conversation_id, kind=Message.Kind.PROMPT)
+        .order_by("-seq")
+        .values_list("seq", flat=True)
+        .first()
+        or 0
+    )
+    pairs = ToolPair.objects.filter(conversation_id=conversation_id, message__seq__gt=last_prompt)
+    rounds = pairs.values("message_id").distinct().count()
+    invalid = pairs.filter(decision__startswith="invalid").count()
+    return rounds, invalid
+
+
+def decide(
+    conversation_id: int,
+    message_id: int,
+    name: str,
+    raw_input: object,
+    *,
+    invalid_json: str | None = None,
+) -> Refusal | None:
+    """Whether a call may run; None means yes."""
+    spec = registry.get(name)
+    if spec is None:
+        available = ", ".join(registry.names()) or "none"
+        return Refusal("failed", f"Unknown tool {name!r}. Available tools: {available}.")
+    rounds, invalid = since_last_prompt(conversation_id)
+    already_counted = ToolPair.objects.filter(message_id=message_id).exists()
+    if rounds + (0 if already_counted else 1) > settings.TANDEM_MAX_TOOL_ROUNDS:
+        limit = settings.TANDEM_MAX_TOOL_ROUNDS
+        return Refusal(
+            "failed",
+            f"Tool round limit reached ({limit} rounds for one user message). "
+            "Answer with what you have, without calling tools.",
+            notice=f"Tool calls stopped: the limit of {limit} tool rounds per message was reached.",
+        )
+    if invalid >= settings.TANDEM_MAX_INVALID_TOOL_CALLS:
+        limit = settings.TANDEM_MAX_INVALID_TOOL_CALLS
+        return Refusal(
+            "failed",
+            f"Too many invalid tool calls ({limit}) since the user's last message. "
+            "Stop calling tools and explain the problem to the user.",
+            notice=f"Tool calls stopped: the model made {limit} invalid calls in a row.",
+        )
+    if invalid_json is not None:
+        return Refusal(
+            "invalid",
+            f"The input for {name} was not valid JSON ({invalid_json[:200]!r}). "
+            "Send a single JSON object that matches the tool's input schema.",
+        )
+    try:
+        spec.validate_input(raw_input)
+    except ToolInputError as exc:
+        return Refusal("invalid", str(exc))
+    return None
+
+
+def store_tool_call(
+    conversation_id: int,
+    message_id: int,
+    block: dict[str, Any],
+    block_index: int,
+    *,
+    invalid_json: str | None = None,
+) -> ToolPair:
+    """Record a tool_use the moment its content block stops, then start it (after commit)."""
+    name = str(block.get("name", ""))
+    raw_input = block.get("input")
+    refusal = decide(conversation_id, message_id, name, raw_input, invalid_json=invalid_json)
+    spec = registry.get(name)
+    now = timezone.now()
+    with transaction.atomic():
+        conversation = lock(conversation_id)
+        pair = ToolPair(
+            conversation=conversation,
+            message_id=message_id,
+            tool_use_id=str(block["id"]),
+            tool_name=name,
+            input=raw_input if isinstance(raw_input, dict) else {"_raw": raw_input},
+            block_index=block_index,
+        )
+        _event(pair, "requested")
+        if refusal is None:
+            timeout = spec.timeout_s if spec and spec.timeout_s else settings.TANDEM_TOOL_TIMEOUT_S
+            pair.status = ToolPair.Status.QUEUED
+            pair.decision = "allowed"
+            pair.deadline_at = now + dt.timedelta(seconds=timeout)
+        else:
+            pair.decision = "invalid input" if refusal.status == "invalid" else "refused"
+            pair.status = ToolPair.Status.FAILED
+            pair.result_content = refusal.message
+            pair.is_error = True
+            pair.finished_at = now
+            _event(pair, "refused", reason=refusal.message)
+        pair.rev = bump_rev(conversation)
+        pair.save()
+        if refusal is not None and refusal.notice:
+            append(
+                conversation,
+                role=Message.Role.NOTICE,
+                kind=Message.Kind.NOTICE,
+                content=[{"type": "text", "text": refusal.notice}],
+            )
+        events.ring(conversation_id, conversation.owner_id)
+        if pair.status == ToolPair.Status.QUEUED:
+            transaction.on_commit(lambda: enqueue_run(pair.pk))
+        else:
+            transaction.on_commit(lambda: engine.kick(conversation_id))
+    return pair
+
+
+def enqueue_run(pair_id: int) -> None:
+    from chat.tasks import run_tool_pair
+
+    run_tool_pair.enqueue(pair_id)
+
+
+def mark_running(pair_id: int, runner: str) -> ToolPair | None:
+    """Claim a queued pair for running; None if it is no longer queued."""
+    with transaction.atomic():
+        pair = ToolPair.objects.select_for_update().filter(pk=pair_id).first()
+        if pair is None or pair.status != ToolPair.Status.QUEUED:
+            return None
+        conversation = lock(pair.conversation_id)
+        now = timezone.now()
+        pair.status = ToolPair.Status.RUNNING
+        pair.attempts += 1
+        pair.started_at = now
+        pair.heartbeat_at = now
+        pair.runner = runner
+        pair.progress = None
+        pair.progress_text = ""
+        _event(pair, "started", attempt=pair.attempts, runner=runner)
+        pair.rev = bump_rev(conversation)
+        pair.save()
+        events.ring(pair.conversation_id, conversation.owner_id)
+    return pair
+
+
+def save_progress(pair_id: int, fraction: float | None, text: str) -> bool:
+    """Persist progress and a heartbeat; False if the pair is no longer running."""
+    return bool(
+        ToolPair.objects.filter(pk=pair_id, status=ToolPair.Status.RUNNING).update(
+            progress=fraction, progress_text=text[:200], heartbeat_at=timezone.now()
+        )
+    )
+
+
+def beat(pair_id: int) -> None:
+    ToolPair.objects.filter(pk=pair_id, status=ToolPair.Status.RUNNING).update(
+        heartbeat_at=timezone.now()
+    )
+
+
+def finish(
+    pair_id: int,
+    *,
+    status: str,
+    content: Any,
+    is_error: bool,
+    event: str,
+    allowed_from: tuple[str, ...] = OPEN,
+    **fields: Any,
+) -> ToolPair | None:
+    """Give an open pair its result. A pair already finished keeps its first result."""
+    with transaction.atomic():
+        pair = ToolPair.objects.select_for_update().filter(pk=pair_id).first()
+        if pair is None:
+            return None
+        if pair.status not in allowed_from:
+            # A late result after a timeout or cancel: record it, never flush it again.
+            _event(pair, "late result ignored", status=status)
+            pair.save(update_fields=["timeline"])
+            return None
+        conversation = lock(pair.conversation_id)
+        pair.status = status
+        pair.result_content = content
+        pair.is_error = is_error
+        pair.finished_at = timezone.now()
+        for name, value in fields.items():
+            setattr(pair, name, value)
+        if status == ToolPair.Status.SUCCEEDED:
+            pair.progress = 1.0
+        _event(pair, event)
+        pair.rev = bump_rev(conversation)
+        pair.save()
+        events.ring(pair.conversation_id, conversation.owner_id)
+        conversation_id = pair.conversation_id
+        transaction.on_commit(lambda: engine.kick(conversation_id))
+    return pair
+
+
+def record_result(pair_id: int, *, status: str, content: Any, is_error: bool) -> ToolPair | None:
+    return finish(
+        pair_id,
+        status=status,
+        content=content,
+        is_error=is_error,
+        event=status,
+        allowed_from=(ToolPair.Status.RUNNING, ToolPair.Status.QUEUED),
+    )
+
+
+def cancel(pair_id: int, *, by: str) -> ToolPair | None:
+    """Stop a call; the model is told who cancelled it."""
+    pair = finish(
+        pair_id,
+        status=ToolPair.Status.CANCELLED,
+        content=f"The tool call was cancelled by {by} before it finished.",
+        is_error=True,
+        event=f"cancelled by {by}",
+    )
+    if pair is not None:
+        tool_use_id = pair.tool_use_id
+        transaction.on_commit(lambda: engine.cancel_tool(tool_use_id))
+    return pair
+
+
+def expire_overdue(now: dt.datetime | None = None) -> list[int]:
+    """Time out open pairs past their deadline; returns the conversations touched."""
+    now = now or timezone.now()
+    touched: list[int] = []
+    overdue = ToolPair.objects.filter(status__in=OPEN, deadline_at__lt=now).values_list(
+        "pk", "tool_name", "deadline_at", "requested_at"
+    )
+    for pk, name, deadline, requested in list(overdue):
+        waited = int((deadline - requested).total_seconds())
+        pair = finish(
+            pk,
+            status=ToolPair.Status.TIMED_OUT,
+            content=f"The tool {name} timed out after {waited} s and was stopped.",
+            is_error=True,
+            event="timed out",
+        )
+        if pair is not None:
+            touched.append(pair.conversation_id)
+            tool_use_id = pair.tool_use_id
+            transaction.on_commit(lambda t=tool_use_id: engine.cancel_tool(t))  # type: ignore[misc]
+    return touched
+
+
+def ready_to_flush(conversation_id: int) -> bool:
+    return ToolPair.objects.filter(
+        conversation_id=conversation_id, flushed_at__isnull=True, finished_at__isnull=False
+    ).exists()
+
+
+def flush_ready(conversation_id: int) -> list[ToolPair]:
+    """Append every finished, unflushed pair to the thread: one call turn, one result turn.
+
+    Call only while holding the conversation's turn lease.
+    """
+    with transaction.atomic():
+        conversation = lock(conversation_id)
+        pairs = list(
+            ToolPair.objects.select_for_update()
+            .filter(conversation_id=conversation_id, flushed_at__isnull=True)
+            .filter(~Q(status__in=OPEN))
+            .select_related("message")
+            .order_by("message__seq", "block_index")
+        )
+        if not pairs:
+            return []
+        calls = [
+            {"type": "tool_use", "id": p.tool_use_id, "name": p.tool_name, "input": p.input}
+            for p in pairs
+        ]
+        results = [_result_block(p) for p in pairs]
+        call_message = append(
+            conversation, role=Message.Role.ASSISTANT, kind=Message.Kind.TOOL_CALLS, content=calls
+        )
+        append(
+            conversation, role=Message.Role.USER, kind=Message.Kind.TOOL_RESULTS, content=results
+        )
+        now = timezone.now()
+        for pair in pairs:
+            pair.flushed_at = now
+            pair.flush_message = call_message
+            _event(pair, "flushed", seq=call_message.seq)
+            pair.rev = conversation.rev
+            pair.save(update_fields=["flushed_at", "flush_message", "timeline", "rev"])
+        events.ring(conversation_id, conversation.owner_id)
+    return pairs
+
+
+def _result_block(pair: ToolPair) -> dict[str, Any]:
+    content = pair.result_content
+    if content is None or content == "" or content == []:
+        content = f"The tool {pair.tool_name} returned nothing."
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": pair.tool_use_id}
+    block["content"] = content
+    if pair.is_error:
+        block["is_error"] = True
+    return block

@@ -1,0 +1,146 @@
+"""Finding work that nobody is doing: overdue tools, orphaned replies and pairs, lost wakeups.
+
+Run by the sweeper every few seconds, and so also right after a server starts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+
+from django.db import transaction
+from django.db.models import F, Max, Q
+from django.utils import timezone
+
+from chat.models import Conversation, Message, ToolPair
+from chat.services import pairing
+from chat.services.conversations import bump_rev, lock
+from chat import events
+from tools.registry import registry
+
+logger = logging.getLogger(__name__)
+
+# A running tool writes a heartbeat with its progress at least this often (see chat.tasks).
+HEARTBEAT_STALE_S = 30.0
+QUEUED_STALE_S = 10.0
+
+
+def _lease_free(now: dt.datetime) -> Q:
+    return Q(lease_owner="") | Q(lease_expires_at__lt=now)
+
+
+def orphaned_replies(now: dt.datetime | None = None) -> list[int]:
+    """Replies left streaming by a process that died: keep the text, mark them interrupted."""
+    now = now or timezone.now()
+    touched = []
+    stale = Message.objects.filter(status=Message.Status.STREAMING).filter(
+        Q(conversation__lease_owner="") | Q(conversation__lease_expires_at__lt=now)
+    )
+    for message_id, conversation_id in list(stale.values_list("pk", "conversation_id")):
+        with transaction.atomic():
+            conversation = lock(conversation_id)
+            message = Message.objects.select_for_update().get(pk=message_id)
+            if message.status != Message.Status.STREAMING:
+                continue
+            message.status = Message.Status.INTERRUPTED
+            message.stop_reason = "server restart"
+            message.error = "The server restarted while this reply was being written."
+            message.rev = bump_rev(conversation)
+            message.save()
+            events.ring(conversation_id, conversation.owner_id)
+        touched.append(conversation_id)
+    return touched
+
+
+def orphaned_pairs(
+    running_here: set[str], now: dt.datetime | None = None, only: list[int] | None = None
+) -> list[int]:
+    """Running pairs whose runner stopped beating: re-run if safe, else answer with an error."""
+    now = now or timezone.now()
+    touched = []
+    stale = ToolPair.objects.filter(
+        status=ToolPair.Status.RUNNING,
+        heartbeat_at__lt=now - dt.timedelta(seconds=HEARTBEAT_STALE_S),
+    ).exclude(tool_use_id__in=running_here)
+    if only is not None:
+        stale = stale.filter(pk__in=only)
+    for pair in list(stale):
+        spec = registry.get(pair.tool_name)
+        if spec is not None and spec.safe_to_repeat:
+            requeued = ToolPair.objects.filter(pk=pair.pk, status=ToolPair.Status.RUNNING).update(
+                status=ToolPair.Status.QUEUED, runner=""
+            )
+            if requeued:
+                transaction.on_commit(lambda pk=pair.pk: pairing.enqueue_run(pk))  # type: ignore[misc]
+        else:
+            pairing.finish(
+                pair.pk,
+                status=ToolPair.Status.FAILED,
+                content=f"The tool {pair.tool_name} was interrupted by a server restart "
+                "and is not safe to run twice, so it was not re-run.",
+                is_error=True,
+                event="interrupted by a server restart",
+            )
+        touched.append(pair.conversation_id)
+    return touched
+
+
+def stale_queued(now: dt.datetime | None = None) -> list[int]:
+    """Queued pairs whose task was lost (the process died before running it): enqueue again."""
+    now = now or timezone.now()
+    stale = ToolPair.objects.filter(
+        status=ToolPair.Status.QUEUED,
+        requested_at__lt=now - dt.timedelta(seconds=QUEUED_STALE_S),
+    ).values_list("pk", flat=True)
+    ids = list(stale)
+    for pk in ids:
+        pairing.enqueue_run(pk)
+    return ids
+
+
+def _runner_is_dead(runner: str, me: str) -> bool:
+    """True when the runner was a process on this host that no longer exists."""
+    host, _, rest = runner.partition(":")
+    pid_text, _, _ = rest.partition(":")
+    my_host, _, my_rest = me.partition(":")
+    if host != my_host or not pid_text.isdigit():
+        return False
+    if runner != me and pid_text == my_rest.partition(":")[0]:
+        return True  # same pid, other instance: an earlier life of this process slot
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def restart_recovery(running_here: set[str], me: str) -> list[int]:
+    """On start-up: pairs run by dead processes on this host need not wait for the heartbeat."""
+    dead = [
+        pk
+        for pk, runner in ToolPair.objects.filter(status=ToolPair.Status.RUNNING).values_list(
+            "pk", "runner"
+        )
+        if _runner_is_dead(runner, me)
+    ]
+    if not dead:
+        return []
+    later = timezone.now() + dt.timedelta(seconds=HEARTBEAT_STALE_S + 1)
+    return orphaned_pairs(running_here, now=later, only=dead)
+
+
+def conversations_needing_a_turn(now: dt.datetime | None = None) -> list[int]:
+    """Unanswered messages or unflushed results, with no live lease: a doorbell was lost."""
+    now = now or timezone.now()
+    free = Conversation.objects.filter(_lease_free(now))
+    unanswered = free.annotate(newest=Max("messages__seq", filter=Q(messages__role="user"))).filter(
+        newest__gt=F("answered_seq")
+    )
+    unflushed = free.filter(
+        tool_pairs__flushed_at__isnull=True, tool_pairs__finished_at__isnull=False
+    )
+    ids = set(unanswered.values_list("pk", flat=True)) | set(unflushed.values_list("pk", flat=True))
+    return sorted(ids)

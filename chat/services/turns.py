@@ -1,0 +1,111 @@
+"""The turn lease and what a turn needs to know: one model turn at a time per conversation.
+
+The lease is a pair of columns claimed with a conditional UPDATE, so it holds across server
+processes; it expires if its holder dies without releasing it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db.models import Max, Q
+from django.utils import timezone
+
+from chat import history
+from chat.models import Conversation, Message, ToolPair
+from chat.services.pairing import OPEN, since_last_prompt
+from tools.registry import registry
+
+
+def claim_lease(conversation_id: int, owner: str, *, seconds: float | None = None) -> bool:
+    now = timezone.now()
+    expires = now + dt.timedelta(seconds=seconds or settings.TANDEM_LEASE_SECONDS)
+    return bool(
+        Conversation.objects.filter(pk=conversation_id)
+        .filter(Q(lease_owner="") | Q(lease_owner=owner) | Q(lease_expires_at__lt=now))
+        .update(lease_owner=owner, lease_expires_at=expires)
+    )
+
+
+def renew_lease(conversation_id: int, owner: str) -> bool:
+    expires = timezone.now() + dt.timedelta(seconds=settings.TANDEM_LEASE_SECONDS)
+    return bool(
+        Conversation.objects.filter(pk=conversation_id, lease_owner=owner).update(
+            lease_expires_at=expires
+        )
+    )
+
+
+def release_lease(conversation_id: int, owner: str) -> None:
+    Conversation.objects.filter(pk=conversation_id, lease_owner=owner).update(
+        lease_owner="", lease_expires_at=None
+    )
+
+
+def is_due(conversation_id: int) -> bool:
+    """Something the model has not been asked about: a newer user turn or a finished pair."""
+    conversation = Conversation.objects.filter(pk=conversation_id).first()
+    if conversation is None:
+        return False
+    newest_user = (
+        conversation.messages.filter(role=Message.Role.USER).aggregate(m=Max("seq"))["m"] or 0
+    )
+    if newest_user > conversation.answered_seq:
+        return True
+    return ToolPair.objects.filter(
+        conversation_id=conversation_id, flushed_at__isnull=True, finished_at__isnull=False
+    ).exists()
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    conversation_id: int
+    owner_id: int
+    request: dict[str, object]
+    last_seq: int
+
+
+def load_turn_input(conversation_id: int) -> TurnInput | None:
+    """The request for the next turn, or None when nothing waits for an answer."""
+    conversation = Conversation.objects.filter(pk=conversation_id).first()
+    if conversation is None:
+        return None
+    rows = list(
+        conversation.messages.filter(superseded=False)
+        .exclude(role=Message.Role.NOTICE)
+        .order_by("seq")
+        .values_list("seq", "role", "kind", "content")
+    )
+    newest_user = max((seq for seq, role, _, _ in rows if role == Message.Role.USER), default=0)
+    if newest_user <= conversation.answered_seq:
+        return None
+    thread = [history.StoredMessage(seq, role, kind, content) for seq, role, kind, content in rows]
+    pending = [
+        history.PendingCall(tool_use_id, name, status)
+        for tool_use_id, name, status in ToolPair.objects.filter(
+            conversation_id=conversation_id, status__in=OPEN
+        ).values_list("tool_use_id", "tool_name", "status")
+    ]
+    rounds, invalid = since_last_prompt(conversation_id)
+    allow_tools = (
+        rounds < settings.TANDEM_MAX_TOOL_ROUNDS
+        and invalid < settings.TANDEM_MAX_INVALID_TOOL_CALLS
+    )
+    specs = registry.all()
+    options = history.RequestOptions(
+        model=conversation.model,
+        max_tokens=settings.ANTHROPIC_MAX_TOKENS,
+        system=conversation.system_prompt,
+        tools=[s.anthropic_schema() for s in specs],
+        known_tools={s.name: s.anthropic_schema() for s in specs},
+        allow_tool_use=allow_tools,
+        thinking_budget=conversation.thinking_budget,
+    )
+    return TurnInput(
+        conversation_id=conversation_id,
+        owner_id=conversation.owner_id,
+        request=history.build_request(thread, options, pending),
+        last_seq=rows[-1][0] if rows else 0,
+    )

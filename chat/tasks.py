@@ -1,0 +1,89 @@
+"""The background task that runs one tool call and records its result.
+
+Enqueued through Django's Tasks framework, so where tools run is a setting. The embedded
+default runs it on the server's own loop; a database-backed backend would run it in a worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from channels.db import database_sync_to_async as db
+from django.conf import settings
+from django.tasks import task
+
+from chat import engine, events
+from chat.models import ToolPair
+from chat.services import pairing
+from tools.context import ToolContext
+from tools.execution import execute
+from tools.registry import registry
+
+logger = logging.getLogger(__name__)
+
+PROGRESS_WRITE_S = 1.0
+HEARTBEAT_S = 10.0
+
+
+@task
+async def run_tool_pair(pair_id: int) -> str:
+    pair = await db(pairing.mark_running)(pair_id, engine.INSTANCE_ID)
+    if pair is None:
+        return "not queued"
+    spec = registry.get(pair.tool_name)
+    if spec is None:
+        await db(pairing.record_result)(
+            pair_id, status=ToolPair.Status.FAILED, is_error=True,
+            content=f"The tool {pair.tool_name} is no longer available.",
+        )
+        return "unknown tool"
+    group = events.conversation_group(pair.conversation_id)
+    loop = asyncio.get_running_loop()
+    last_write = 0.0
+
+    def on_progress(fraction: float | None, text: str) -> None:
+        # May be called from a worker thread: hop onto the loop before touching anything.
+        loop.call_soon_threadsafe(_progress, fraction, text)
+
+    def _progress(fraction: float | None, text: str) -> None:
+        nonlocal last_write
+        engine.spawn(events.publish(group, {
+            "type": "tool.progress", "pair": pair_id, "fraction": fraction, "text": text,
+        }))
+        now = time.monotonic()
+        if now - last_write >= PROGRESS_WRITE_S:
+            last_write = now
+            engine.spawn(_save_progress(pair_id, fraction, text))
+
+    ctx = ToolContext(pair.tool_use_id, pair.conversation_id, on_progress)
+    engine.register_tool(pair.tool_use_id, engine.ToolHandle(cancel=ctx.cancel))
+    timeout = max(0.0, (pair.deadline_at.timestamp() - time.time())) if pair.deadline_at else (
+        spec.timeout_s or settings.TANDEM_TOOL_TIMEOUT_S
+    )
+    heartbeat = engine.spawn(_heartbeat(pair_id))
+    try:
+        outcome = await execute(spec, pair.input, ctx, timeout_s=timeout)
+    finally:
+        heartbeat.cancel()
+        engine.unregister_tool(pair.tool_use_id)
+    if ctx.cancelled and outcome.status != "timed_out":
+        return "cancelled"  # whoever cancelled it has already recorded the result
+    await db(pairing.record_result)(
+        pair_id, status=outcome.status, content=outcome.content, is_error=outcome.is_error
+    )
+    return outcome.status
+
+
+async def _heartbeat(pair_id: int) -> None:
+    """Tell other processes this tool is alive, progress or not (see chat.services.recovery)."""
+    while True:
+        await asyncio.sleep(HEARTBEAT_S)
+        await db(pairing.beat)(pair_id)
+
+
+async def _save_progress(pair_id: int, fraction: float | None, text: str) -> None:
+    still_running = await db(pairing.save_progress)(pair_id, fraction, text)
+    if not still_running:
+        logger.debug("progress for pair %s arrived after it finished", pair_id)

@@ -1,0 +1,108 @@
+"""Reading a conversation for display: the page, and what changed since a tab's cursor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Max, Prefetch, Q
+
+from chat import engine
+from chat.models import Conversation, Message, ToolPair
+
+
+@dataclass
+class MessageView:
+    """A message with what its template needs: its tool cards and, if streaming, live text."""
+
+    message: Message
+    pairs: list[ToolPair] = field(default_factory=list)
+    live_text: str | None = None
+    queued: bool = False
+
+    @property
+    def parts(self) -> list[dict[str, Any]]:
+        """A finished reply in block order: text to render, and a card where a tool was called."""
+        by_id = {p.tool_use_id: p for p in self.pairs}
+        parts: list[dict[str, Any]] = []
+        for block in self.message.content:
+            if block.get("type") == "text" and str(block.get("text", "")).strip():
+                parts.append({"kind": "text", "text": block["text"]})
+            elif block.get("type") == "tool_use" and block.get("id") in by_id:
+                parts.append({"kind": "tool", "pair": by_id.pop(block["id"])})
+        parts.extend({"kind": "tool", "pair": p} for p in by_id.values())
+        return parts
+
+    @property
+    def id(self) -> int:
+        return self.message.pk
+
+    @property
+    def seq(self) -> int:
+        return self.message.seq
+
+
+@dataclass
+class Changes:
+    rev: int
+    seq: int
+    new: list[MessageView]
+    changed: list[MessageView]
+    pairs: list[ToolPair]
+
+
+def _views(conversation: Conversation, messages: list[Message]) -> list[MessageView]:
+    views = []
+    for message in messages:
+        view = MessageView(message, pairs=list(message.tool_pairs.all()))
+        if message.status == Message.Status.STREAMING:
+            live = engine.live_reply(message.pk)
+            view.live_text = live.text if live is not None else message.text
+        if message.role == Message.Role.USER and message.kind == Message.Kind.PROMPT:
+            view.queued = message.seq > conversation.answered_seq
+        views.append(view)
+    return views
+
+
+def _messages(conversation: Conversation) -> Any:
+    return conversation.messages.prefetch_related(
+        Prefetch("tool_pairs", queryset=ToolPair.objects.order_by("block_index"))
+    ).order_by("seq")
+
+
+def page(conversation: Conversation) -> tuple[list[MessageView], int]:
+    """Every message of the thread, and the highest seq."""
+    messages = list(_messages(conversation))
+    return _views(conversation, messages), max((m.seq for m in messages), default=0)
+
+
+def changes_since(conversation_id: int, seq: int, rev: int) -> Changes | None:
+    """What a tab at (seq, rev) lacks: new messages, changed ones, changed cards.
+
+    Streaming messages and open tool pairs are always included: their text and progress
+    change without a new rev (written at most once a second).
+    """
+    conversation = Conversation.objects.filter(pk=conversation_id).first()
+    if conversation is None:
+        return None
+    new = list(_messages(conversation).filter(seq__gt=seq))
+    changed = list(
+        _messages(conversation)
+        .filter(seq__lte=seq)
+        .filter(Q(rev__gt=rev) | Q(status=Message.Status.STREAMING))
+    )
+    rendered = {m.pk for m in changed} | {m.pk for m in new}
+    pairs = list(
+        ToolPair.objects.filter(conversation_id=conversation_id, message__seq__lte=seq)
+        .filter(Q(rev__gt=rev) | Q(status=ToolPair.Status.RUNNING))
+        .exclude(message_id__in=rendered)
+        .order_by("pk")
+    )
+    top = conversation.messages.aggregate(m=Max("seq"))["m"] or 0
+    return Changes(
+        rev=conversation.rev,
+        seq=max(seq, top),
+        new=_views(conversation, new),
+        changed=_views(conversation, sorted(changed, key=lambda m: m.seq)),
+        pairs=pairs,
+    )

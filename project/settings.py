@@ -1,0 +1,190 @@
+"""Tandem settings. Every value comes from the environment, with a safe development default.
+
+This is the only module that reads the environment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import environ
+from django.utils.csp import CSP
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DEBUG = env.bool("DEBUG", default=False)
+# A development key is only acceptable while DEBUG is on; production must set SECRET_KEY.
+# Django refuses to start with an empty SECRET_KEY, so production must set one.
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY and DEBUG:
+    SECRET_KEY = "django-insecure-tandem-development-key-do-not-use-in-production"  # noqa: S105
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+HOST = env.str("HOST", default="127.0.0.1")
+PORT = env.int("PORT", default=8000)
+# Demo accounts are created by `manage.py tandem` only when no user exists and DEBUG is on.
+TANDEM_DEMO_USERS = env.bool("TANDEM_DEMO_USERS", default=DEBUG)
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "chat.apps.ChatConfig",
+    "tools.apps.ToolsConfig",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "project.urls"
+ASGI_APPLICATION = "project.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.template.context_processors.csp",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+VAR_DIR = BASE_DIR / "var"  # local state of the embedded default (SQLite file)
+VAR_DIR.mkdir(exist_ok=True)
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'tandem.sqlite3'}"),
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets readers run beside the single writer; IMMEDIATE avoids upgrade deadlocks.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
+DATABASES["default"].setdefault("TEST", {})
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env.str("REDIS_URL", default="")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 60},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}
+    }
+
+# Where tools run. The embedded default runs them on the server's own event loop (async tools)
+# and in a bounded thread pool (sync tools), so no extra service is needed.
+TASKS = {
+    "default": {
+        "BACKEND": env.str("TASKS_BACKEND", default="tools.task_backend.InProcessBackend"),
+        "OPTIONS": {"max_threads": env.int("TOOL_THREADS", default=32)},
+    }
+}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "chat:index"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = env.path("STATIC_ROOT", default=str(VAR_DIR / "staticfiles"))
+
+# Security headers and cookies.
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https") if env.bool("BEHIND_TLS_PROXY", default=False) else None
+)
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "object-src": [CSP.NONE],
+}
+
+# The model API. Without a key Tandem talks to its built-in simulator.
+ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
+ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="")
+ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-4-5")
+ANTHROPIC_MAX_TOKENS = env.int("ANTHROPIC_MAX_TOKENS", default=4096)
+ANTHROPIC_MAX_RETRIES = env.int("ANTHROPIC_MAX_RETRIES", default=2)
+SIMULATOR_TOKENS_PER_SECOND = env.float("SIMULATOR_TOKENS_PER_SECOND", default=40.0)
+SIMULATOR_SEED = env.int("SIMULATOR_SEED", default=0)
+
+# Conversation engine.
+TANDEM_STREAM_COALESCE_MS = env.int("TANDEM_STREAM_COALESCE_MS", default=40)
+TANDEM_SNAPSHOT_INTERVAL_S = env.float("TANDEM_SNAPSHOT_INTERVAL_S", default=1.0)
+TANDEM_LEASE_SECONDS = env.float("TANDEM_LEASE_SECONDS", default=30.0)
+TANDEM_SWEEP_INTERVAL_S = env.float("TANDEM_SWEEP_INTERVAL_S", default=2.0)
+TANDEM_TOOL_TIMEOUT_S = env.float("TANDEM_TOOL_TIMEOUT_S", default=300.0)
+TANDEM_APPROVAL_TIMEOUT_S = env.float("TANDEM_APPROVAL_TIMEOUT_S", default=24 * 3600.0)
+TANDEM_MAX_TOOL_ROUNDS = env.int("TANDEM_MAX_TOOL_ROUNDS", default=10)
+TANDEM_MAX_INVALID_TOOL_CALLS = env.int("TANDEM_MAX_INVALID_TOOL_CALLS", default=3)
+TANDEM_MAX_MESSAGE_CHARS = env.int("TANDEM_MAX_MESSAGE_CHARS", default=20_000)
+TANDEM_RATE_LIMIT_PER_MINUTE = env.int("TANDEM_RATE_LIMIT_PER_MINUTE", default=30)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"}},
+}

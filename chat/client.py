@@ -5,8 +5,13 @@ from __future__ import annotations
 import asyncio
 import weakref
 
+from typing import TYPE_CHECKING
+
 import anthropic
 from django.conf import settings
+
+if TYPE_CHECKING:
+    from chat.simulator import Simulator
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anthropic.AsyncAnthropic] = (
     weakref.WeakKeyDictionary()
@@ -26,9 +31,24 @@ def _make() -> anthropic.AsyncAnthropic:
             base_url=settings.ANTHROPIC_BASE_URL or None,
             max_retries=retries,
         )
-    from chat.simulator import make_client, shared_simulator
+    from chat.simulator import make_client
 
-    return make_client(shared_simulator(), max_retries=retries)
+    return make_client(simulator(), max_retries=retries)
+
+
+_simulator: Simulator | None = None
+
+
+def simulator() -> Simulator:
+    """The process's simulator (its stats are what the load test reads)."""
+    global _simulator
+    if _simulator is None:
+        from chat.simulator import Simulator
+
+        _simulator = Simulator(
+            tokens_per_second=settings.SIMULATOR_TOKENS_PER_SECOND, seed=settings.SIMULATOR_SEED
+        )
+    return _simulator
 
 
 def get_client() -> anthropic.AsyncAnthropic:

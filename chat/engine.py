@@ -9,6 +9,7 @@ publishing also happens on this loop (see ``chat.events``).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import socket
@@ -72,7 +73,9 @@ def bind(loop: asyncio.AbstractEventLoop) -> None:
 
 def spawn(coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
     """Start a task on the current loop and keep a strong reference until it ends."""
-    task = asyncio.get_running_loop().create_task(coro)
+    # A fresh context: a task started from a worker thread's callback must not inherit
+    # asgiref's marker for "inside the sync thread", or its own DB calls would refuse to run.
+    task = asyncio.get_running_loop().create_task(coro, context=contextvars.Context())
     _tasks.add(task)
     task.add_done_callback(_finished)
     return task
@@ -95,7 +98,7 @@ def _on_loop(fn: Callable[..., None], *args: Any) -> None:
     if running is loop:
         fn(*args)
     else:
-        loop.call_soon_threadsafe(fn, *args)
+        loop.call_soon_threadsafe(fn, *args, context=contextvars.Context())
 
 
 def kick(conversation_id: int) -> None:
@@ -181,6 +184,20 @@ async def idle() -> None:
     """Wait until no turn runner and no tool is active in this process (for tests and shutdown)."""
     while any(not t.done() for t in _runners.values()) or _tools:
         await asyncio.sleep(0.01)
+
+
+async def shutdown() -> None:
+    """Cancel everything this engine started on the current loop (tests, server stop)."""
+    global _loop
+    tasks = [t for t in _tasks if not t.done()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    _loop = None
+    _runners.clear()
+    _replies.clear()
+    _live.clear()
+    _tools.clear()
 
 
 class EngineMiddleware:

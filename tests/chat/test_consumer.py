@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async as db
+
+from chat import engine
+from chat.models import Message
+from tests.conftest import frames_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def _reply(conversation: Any) -> Message:
+    return await Message.objects.filter(conversation=conversation, kind="reply").alast()
+
+
+async def test_it_streams_a_reply_to_every_socket_on_the_conversation(
+    connect: Any, owner: Any, conversation: Any
+) -> None:
+    first = await connect(owner, conversation.pk)
+    second = await connect(owner, conversation.pk)
+    await first.send_json_to({"type": "send", "text": "Hello there, write a long answer"})
+    for socket in (first, second):
+        frames = await frames_until(socket, lambda f: "kind-reply status-complete" in f)
+        deltas = [f for f in frames if "beforeend:#msg-" in f and "-stream" in f]
+        assert len(deltas) >= 2  # the reply arrived in pieces
+    await engine.idle()
+    reply = await _reply(conversation)
+    assert reply.status == Message.Status.COMPLETE
+    assert len(reply.text) > 200
+
+
+async def test_it_refuses_an_outsider_with_4404(
+    connect: Any, outsider: Any, conversation: Any
+) -> None:
+    assert await connect(outsider, conversation.pk) == 4404
+
+
+async def test_it_refuses_an_anonymous_socket_with_4403(connect: Any, conversation: Any) -> None:
+    assert await connect(None, conversation.pk) == 4403
+
+
+async def test_it_stores_the_user_message_before_anything_can_fail(
+    connect: Any, owner: Any, conversation: Any
+) -> None:
+    socket = await connect(owner, conversation.pk)
+    await socket.send_json_to({"type": "send", "text": "keep me [[sim:fail=401]]"})
+    await frames_until(socket, lambda f: "kind-reply status-error" in f)
+    await engine.idle()
+    prompt = await Message.objects.filter(conversation=conversation, kind="prompt").afirst()
+    assert prompt.text == "keep me [[sim:fail=401]]"
+    reply = await _reply(conversation)
+    assert "ANTHROPIC_API_KEY" in reply.error
+
+
+async def test_it_rejects_an_empty_message_with_a_clear_error(
+    connect: Any, owner: Any, conversation: Any
+) -> None:
+    socket = await connect(owner, conversation.pk, sync=False)
+    await socket.send_json_to({"type": "send", "text": "   "})
+    frame = await socket.receive_from()
+    assert "empty message" in frame
+    assert await db(Message.objects.filter(conversation=conversation).count)() == 0
+
+
+async def test_it_catches_up_a_socket_that_joins_mid_stream(
+    connect: Any, owner: Any, conversation: Any
+) -> None:
+    from chat.client import simulator
+
+    simulator().tokens_per_second = 200.0
+    first = await connect(owner, conversation.pk)
+    await first.send_json_to({"type": "send", "text": "write a long answer please"})
+    await frames_until(first, lambda f: "beforeend:#msg-" in f and "-stream" in f)
+    late = await connect(owner, conversation.pk)
+    frames = await frames_until(late, lambda f: "kind-reply status-complete" in f)
+    await engine.idle()
+    reply = await _reply(conversation)
+    # Whatever the late socket was sent of the stream adds up to a prefix of the final text.
+    assert reply.status == Message.Status.COMPLETE
+    assert any(f"msg-{reply.pk}" in f for f in frames)

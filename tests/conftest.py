@@ -1,0 +1,102 @@
+"""Shared fixtures: personas (owner, outsider, staff), conversations, live sockets."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async as db
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from chat import client as model_client
+from chat import engine, ratelimit
+from chat.models import Conversation
+
+User = get_user_model()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_state() -> None:
+    ratelimit.reset()
+    model_client.reset()
+    model_client.simulator().tokens_per_second = 2000.0
+    from chat.simulator import clear_faults
+
+    clear_faults()
+
+
+@pytest.fixture
+def owner(db: None) -> Any:
+    return User.objects.create_user("owner", "owner@example.com", "owner-pass-123")
+
+
+@pytest.fixture
+def outsider(db: None) -> Any:
+    return User.objects.create_user("outsider", "outsider@example.com", "outsider-pass-123")
+
+
+@pytest.fixture
+def staff(db: None) -> Any:
+    return User.objects.create_superuser("staff", "staff@example.com", "staff-pass-123")
+
+
+@pytest.fixture
+def conversation(owner: Any) -> Conversation:
+    return Conversation.objects.create(owner=owner, title="Test")
+
+
+def session_cookie(user: Any) -> bytes:
+    browser = Client()
+    browser.force_login(user)
+    return f"sessionid={browser.cookies['sessionid'].value}".encode()
+
+
+@pytest.fixture
+async def running_engine() -> AsyncIterator[None]:
+    engine.bind(asyncio.get_running_loop())
+    yield
+    await engine.shutdown()
+
+
+@pytest.fixture
+async def connect(running_engine: None) -> AsyncIterator[Callable[..., Any]]:
+    """Open a socket on the real ASGI stack as a user; disconnected after the test."""
+    from project.asgi import application
+
+    opened: list[WebsocketCommunicator] = []
+
+    async def _connect(user: Any, conversation_id: int, *, sync: bool = True) -> Any:
+        cookie = await db(session_cookie)(user) if user is not None else b""
+        communicator = WebsocketCommunicator(
+            application,
+            f"/ws/conversations/{conversation_id}/",
+            headers=[(b"cookie", cookie), (b"origin", b"http://localhost"), (b"host", b"localhost")],
+        )
+        connected, code = await communicator.connect()
+        if not connected:
+            return code
+        opened.append(communicator)
+        if sync:
+            await communicator.send_json_to({"type": "sync", "seq": 0, "rev": 0})
+        return communicator
+
+    yield _connect
+    for communicator in opened:
+        await communicator.disconnect()
+
+
+async def frames_until(
+    communicator: WebsocketCommunicator, predicate: Callable[[str], bool], timeout: float = 10
+) -> list[str]:
+    """Collect frames until one satisfies ``predicate``."""
+    seen: list[str] = []
+    async with asyncio.timeout(timeout):
+        while True:
+            frame = await communicator.receive_from(timeout=timeout)
+            seen.append(frame)
+            if predicate(frame):
+                return seen

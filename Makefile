@@ -18,8 +18,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	@touch $(STAMP)
 
+# A local run is a development run: DEBUG on (demo accounts, no HTTPS-only cookies).
 run: $(STAMP)
-	$(PY) manage.py tandem
+	DEBUG=$${DEBUG:-true} $(PY) manage.py tandem
 
 test: $(STAMP)
 	$(PY) -m pytest

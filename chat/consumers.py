@@ -158,3 +158,30 @@ def _int(value: object) -> int:
     if isinstance(value, str) and value.isdigit():
         return int(value)
     return 0
+
+
+class ConversationListConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+    """The sidebar of every page: the user's conversations and their live state."""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        self.group = events.user_group(user.pk)
+        self.current = _int(self.scope["url_route"]["kwargs"].get("current", 0)) or None
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        await self.push()  # any frame (the page's sync) asks for the current list
+
+    async def convlist_changed(self, event: dict[str, Any]) -> None:
+        await self.push()
+
+    async def push(self) -> None:
+        await self.send(text_data=await db(frames.conversation_list)(self.scope["user"].pk, self.current))

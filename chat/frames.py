@@ -85,3 +85,17 @@ def error(text: str) -> str:
 
 def plain(text: str) -> str:
     return escape(text)
+
+
+def conversation_list(user_id: int, current: int | None) -> str:
+    from chat import conversation_list as listing
+
+    return render_to_string(
+        "chat/_sidebar.html#list", {**listing.context(user_id, current), "oob": True}
+    )
+
+
+def title(text: str) -> str:
+    return format_html(
+        '<h1 id="conv-title" class="title" hx-swap-oob="true">{}</h1>', text or "New conversation"
+    )

@@ -37,6 +37,8 @@ class TabState:
                 self.streams.pop(view.id, None)
         for pair in changes.pairs:
             out.append(frames.replace_card(pair))
+        if changes.rev > self.rev or not out:
+            out.append(frames.title(changes.title))
         self.seq = max(self.seq, changes.seq)
         self.rev = max(self.rev, changes.rev)
         out.append(frames.cursor(self.seq, self.rev))

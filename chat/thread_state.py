@@ -44,6 +44,7 @@ class MessageView:
 
 @dataclass
 class Changes:
+    title: str
     rev: int
     seq: int
     new: list[MessageView]
@@ -100,6 +101,7 @@ def changes_since(conversation_id: int, seq: int, rev: int) -> Changes | None:
     )
     top = conversation.messages.aggregate(m=Max("seq"))["m"] or 0
     return Changes(
+        title=conversation.title,
         rev=conversation.rev,
         seq=max(seq, top),
         new=_views(conversation, new),

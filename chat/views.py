@@ -7,19 +7,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from chat import access, thread_state
-from chat.models import Conversation
+from chat import access, conversation_list, thread_state
 from chat.services import conversations
 from chat.services.errors import UserInputError
 
 
-def _sidebar(request: HttpRequest) -> list[Conversation]:
-    return list(Conversation.objects.filter(owner_id=request.user.pk).order_by("-updated_at")[:100])
-
-
 @require_GET
 def index(request: HttpRequest) -> HttpResponse:
-    return render(request, "chat/index.html", {"conversations": _sidebar(request)})
+    return render(request, "chat/index.html", conversation_list.context(request.user.pk))
 
 
 @require_POST
@@ -39,7 +34,7 @@ def conversation_page(request: HttpRequest, conversation_id: int) -> HttpRespons
             "conversation": conversation,
             "views": views,
             "seq": seq,
-            "conversations": _sidebar(request),
+            **conversation_list.context(request.user.pk, conversation.pk),
         },
     )
 
@@ -59,3 +54,17 @@ def delete(request: HttpRequest, conversation_id: int) -> HttpResponse:
     conversation = access.get_owned_or_404(request.user, conversation_id)
     conversations.delete_conversation(conversation.pk)
     return redirect("chat:index")
+
+
+@require_POST
+def update_settings(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    conversation = access.get_owned_or_404(request.user, conversation_id)
+    try:
+        conversations.update_settings(
+            conversation.pk,
+            system_prompt=request.POST.get("system_prompt", ""),
+            thinking=request.POST.get("thinking") == "on",
+        )
+    except UserInputError as exc:
+        flash.error(request, str(exc))
+    return redirect(conversation)

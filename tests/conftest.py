@@ -100,3 +100,8 @@ async def frames_until(
             seen.append(frame)
             if predicate(frame):
                 return seen
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser tests run last: Playwright's sync API owns the thread's event loop meanwhile."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)

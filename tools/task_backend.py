@@ -17,8 +17,8 @@ evicted), and are lost on restart: durable state belongs to the caller's own row
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import concurrent.futures
+import contextvars
 import logging
 import os
 import threading
@@ -104,7 +104,8 @@ class InProcessBackend(BaseTaskBackend):
             if iscoroutinefunction(task.func):
                 _submit_coroutine(_run_async(self, result))
             else:
-                _track(get_executor().submit(_run_sync, self, result))
+                # A fresh context, so nothing one job sets leaks into the next in that thread.
+                _track(get_executor().submit(contextvars.Context().run, _run_sync, self, result))
         except BaseException:
             with _lock:
                 _results.pop(result.id, None)

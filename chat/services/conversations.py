@@ -62,3 +62,20 @@ def derive_title(text: str, *, limit: int = 60) -> str:
         return line
     cut = line[:limit].rsplit(" ", 1)[0] or line[:limit]
     return cut.rstrip(",.;:") + "…"
+
+
+THINKING_BUDGET = 2048
+
+
+def update_settings(conversation_id: int, *, system_prompt: str, thinking: bool) -> Conversation:
+    if len(system_prompt) > 10_000:
+        raise UserInputError("The system prompt is too long (10,000 characters at most).")
+    with transaction.atomic():
+        conversation = lock(conversation_id)
+        bump_rev(
+            conversation,
+            system_prompt=system_prompt.strip(),
+            thinking_budget=THINKING_BUDGET if thinking else None,
+        )
+        events.ring(conversation.pk, conversation.owner_id)
+    return conversation

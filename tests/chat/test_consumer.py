@@ -81,3 +81,49 @@ async def test_it_catches_up_a_socket_that_joins_mid_stream(
     # Whatever the late socket was sent of the stream adds up to a prefix of the final text.
     assert reply.status == Message.Status.COMPLETE
     assert any(f"msg-{reply.pk}" in f for f in frames)
+
+
+async def test_it_stops_a_streaming_reply_and_keeps_the_thread_valid(
+    connect: Any, owner: Any, conversation: Any
+) -> None:
+    from chat.client import simulator
+
+    simulator().tokens_per_second = 100.0
+    socket = await connect(owner, conversation.pk)
+    await socket.send_json_to({"type": "send", "text": "write a long answer please"})
+    await frames_until(socket, lambda f: "beforeend:#msg-" in f and "-stream" in f)
+    reply = await _reply(conversation)
+    await socket.send_json_to({"type": "stop", "message": reply.pk})
+    await frames_until(socket, lambda f: "kind-reply status-interrupted" in f)
+    await engine.idle()
+    reply = await _reply(conversation)
+    assert reply.status == Message.Status.INTERRUPTED and 0 < len(reply.text) < 2000
+    simulator().tokens_per_second = 2000.0
+    await socket.send_json_to({"type": "send", "text": "and now a short one"})
+    await frames_until(socket, lambda f: "kind-reply status-complete" in f)
+    assert simulator().stats.snapshot()["rejected_invalid"] == 0
+
+
+async def test_it_updates_the_title_and_the_list_live(
+    connect: Any, owner: Any, conversation: Any
+) -> None:
+    from channels.testing import WebsocketCommunicator
+
+    from project.asgi import application
+    from tests.conftest import session_cookie
+
+    await Message.objects.filter(conversation=conversation).adelete()
+    await type(conversation).objects.filter(pk=conversation.pk).aupdate(title="")
+    listing = WebsocketCommunicator(
+        application,
+        "/ws/conversations/",
+        headers=[(b"cookie", await db(session_cookie)(owner)), (b"origin", b"http://localhost"),
+                 (b"host", b"localhost")],
+    )
+    assert (await listing.connect())[0]
+    socket = await connect(owner, conversation.pk)
+    await socket.send_json_to({"type": "send", "text": "Plan a picnic for Saturday\nwith details"})
+    await frames_until(socket, lambda f: 'id="conv-title"' in f and "Plan a picnic for Saturday" in f)
+    await frames_until(listing, lambda f: "Plan a picnic for Saturday" in f)
+    await engine.idle()
+    await listing.disconnect()

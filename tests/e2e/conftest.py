@@ -35,15 +35,17 @@ def tandem_server(tmp_path: Path) -> Iterator[LiveServer]:
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def playwright_instance() -> Iterator[Any]:
+    """Module-scoped: while Playwright's sync API is active its event loop owns this thread,
+    so it must be gone before async tests in other modules run."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         yield p
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright_instance: Any) -> Iterator[Any]:
     browser = playwright_instance.chromium.launch(
         executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS

@@ -15,7 +15,6 @@ from django.tasks.exceptions import TaskResultDoesNotExist
 from tools import task_backend
 from tools.task_backend import InProcessBackend, bind_loop, get_bound_loop
 
-
 marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="fresh")
 
 

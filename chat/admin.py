@@ -34,6 +34,13 @@ class MessageAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 @admin.register(ToolPair)
 class ToolPairAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    list_display = ("tool_name", "tool_use_id", "conversation", "status", "requested_at", "flushed_at")
+    list_display = (
+        "tool_name",
+        "tool_use_id",
+        "conversation",
+        "status",
+        "requested_at",
+        "flushed_at",
+    )
     list_filter = ("status", "tool_name")
     search_fields = ("tool_use_id", "conversation__owner__username")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,10 @@ from chat import events
 class Counters:
     deltas_in: int = 0
     frames_out: int = 0
+
+
+# (message id, counters) of the last replies this process streamed, newest last; for benchmarks.
+recent_counters: deque[tuple[int, Counters]] = deque(maxlen=100)
 
 
 @dataclass
@@ -47,6 +52,7 @@ class ReplyBroadcaster:
             self._ticker.cancel()
             await asyncio.gather(self._ticker, return_exceptions=True)
         await self.flush()
+        recent_counters.append((self.message_id, self.counters))
 
     async def text(self, delta: str) -> None:
         self.counters.deltas_in += 1
@@ -62,8 +68,12 @@ class ReplyBroadcaster:
 
     def tool_input(self, index: int, tool_use_id: str, name: str, snapshot: object) -> None:
         self.counters.deltas_in += 1
-        self._tool_inputs[index] = {"index": index, "id": tool_use_id, "name": name,
-                                    "snapshot": json.dumps(snapshot, ensure_ascii=False)}
+        self._tool_inputs[index] = {
+            "index": index,
+            "id": tool_use_id,
+            "name": name,
+            "snapshot": json.dumps(snapshot, ensure_ascii=False),
+        }
 
     async def snapshot(self, text: str) -> None:
         """With every database write: the whole text so far, for tabs with a gap."""
@@ -79,8 +89,12 @@ class ReplyBroadcaster:
                 self._sent_chars += len(chunk)
                 self._pending_chars = 0
                 await self._send(
-                    {"type": "reply.delta", "message": self.message_id, "offset": offset,
-                     "text": chunk}
+                    {
+                        "type": "reply.delta",
+                        "message": self.message_id,
+                        "offset": offset,
+                        "text": chunk,
+                    }
                 )
             if self._thinking:
                 chunk = "".join(self._thinking)

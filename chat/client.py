@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-
 from typing import TYPE_CHECKING
 
 import anthropic

@@ -12,8 +12,8 @@ from django.conf import settings
 
 from chat import access, events, frames, ratelimit, thread_state
 from chat.live import TabState
-from chat.services import messages, pairing
-from chat.services.errors import UserInputError
+from chat.services import approvals, messages, pairing
+from chat.services.errors import NotAllowed, UserInputError
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         await self.push_changes()
 
     async def do_send(self, content: dict[str, Any]) -> None:
-        if not ratelimit.allow(self.scope["user"].pk, per_minute=settings.TANDEM_RATE_LIMIT_PER_MINUTE):
+        if not ratelimit.allow(
+            self.scope["user"].pk, per_minute=settings.TANDEM_RATE_LIMIT_PER_MINUTE
+        ):
             raise UserInputError("You are sending messages too fast; wait a moment.")
         await db(messages.post_user_message)(self.conversation_id, content.get("text"))
         await self.send(text_data=frames.error(""))
@@ -97,12 +99,34 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if pair is None or await db(pairing.cancel)(pair.pk, by="the user") is None:
             raise UserInputError("That tool call is not running any more.")
 
+    async def do_approve(self, content: dict[str, Any]) -> None:
+        try:
+            await db(approvals.approve)(
+                _int(content.get("pair")), self.scope["user"], conversation_id=self.conversation_id
+            )
+        except NotAllowed as exc:
+            raise UserInputError(str(exc)) from None
+
+    async def do_deny(self, content: dict[str, Any]) -> None:
+        note = content.get("note")
+        try:
+            await db(approvals.deny)(
+                _int(content.get("pair")),
+                self.scope["user"],
+                note if isinstance(note, str) else "",
+                conversation_id=self.conversation_id,
+            )
+        except NotAllowed as exc:
+            raise UserInputError(str(exc)) from None
+
     actions = {
         "sync": do_sync,
         "send": do_send,
         "stop": do_stop,
         "retry": do_retry,
         "cancel": do_cancel,
+        "approve": do_approve,
+        "deny": do_deny,
     }
 
     async def send_error(self, text: str) -> None:
@@ -184,4 +208,6 @@ class ConversationListConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc
         await self.push()
 
     async def push(self) -> None:
-        await self.send(text_data=await db(frames.conversation_list)(self.scope["user"].pk, self.current))
+        await self.send(
+            text_data=await db(frames.conversation_list)(self.scope["user"].pk, self.current)
+        )

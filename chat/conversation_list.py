@@ -1,4 +1,4 @@
-"""The sidebar: a user's conversations with their live state (streaming, tools running, approvals)."""
+"""The sidebar: a user's conversations with their live state (replying, tools, approvals)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,7 @@ def for_user(user_id: int) -> QuerySet[Conversation]:
             is_streaming=Exists(streaming),
             tools_running=Count(
                 "tool_pairs",
-                filter=Q(
-                    tool_pairs__status__in=[ToolPair.Status.QUEUED, ToolPair.Status.RUNNING]
-                ),
+                filter=Q(tool_pairs__status__in=[ToolPair.Status.QUEUED, ToolPair.Status.RUNNING]),
             ),
             awaiting_approval=Count(
                 "tool_pairs", filter=Q(tool_pairs__status=ToolPair.Status.AWAITING_APPROVAL)

@@ -116,9 +116,7 @@ def _kick(conversation_id: int) -> None:
     _runners[conversation_id] = spawn(_run(conversation_id, run_conversation))
 
 
-async def _run(
-    conversation_id: int, fn: Callable[[int], Awaitable[None]]
-) -> None:
+async def _run(conversation_id: int, fn: Callable[[int], Awaitable[None]]) -> None:
     try:
         while True:
             _rekick.discard(conversation_id)
@@ -182,7 +180,7 @@ def running_tools() -> list[str]:
 
 async def idle() -> None:
     """Wait until no turn runner and no tool is active in this process (for tests and shutdown)."""
-    while any(not t.done() for t in _runners.values()) or _tools:
+    while any(not t.done() for t in _runners.values()) or _tools:  # noqa: ASYNC110 - test helper
         await asyncio.sleep(0.01)
 
 

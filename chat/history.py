@@ -238,7 +238,7 @@ def _tools_param(options: RequestOptions, messages: Sequence[Turn]) -> list[dict
 
 
 def _last_cacheable(turn: Turn, *, skip_last: bool) -> Block | None:
-    blocks = turn["content"][:-1] if skip_last else turn["content"]
+    blocks: list[Block] = turn["content"][:-1] if skip_last else turn["content"]
     for block in reversed(blocks):
         if block["type"] in ("text", "tool_result", "tool_use", "image") and not _is_blank_text(
             block

@@ -25,7 +25,9 @@ class Conversation(models.Model):
     model = models.CharField(max_length=100, default=default_model)
     system_prompt = models.TextField(blank=True)
     thinking_budget = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Extended thinking budget in tokens (>= 1024); empty = off."
+        null=True,
+        blank=True,
+        help_text="Extended thinking budget in tokens (>= 1024); empty = off.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -72,7 +74,9 @@ class Message(models.Model):
         INTERRUPTED = "interrupted"
         ERROR = "error"
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
     seq = models.PositiveIntegerField()
     role = models.CharField(max_length=16, choices=Role.choices)
     kind = models.CharField(max_length=16, choices=Kind.choices)
@@ -104,7 +108,9 @@ class Message(models.Model):
     @property
     def text(self) -> str:
         return "".join(
-            b.get("text", "") for b in self.content if isinstance(b, dict) and b.get("type") == "text"
+            b.get("text", "")
+            for b in self.content
+            if isinstance(b, dict) and b.get("type") == "text"
         )
 
 

@@ -1,24 +1,50 @@
-"""A per-user sliding-window rate limit for messages sent from browsers."""
+"""A per-user rate limit on messages sent from browsers, counted in Django's cache.
+
+The count lives in the default cache, so every server process sharing that cache shares it:
+with ``REDIS_URL`` set (the several-processes deployment) the cache is Redis; without it the
+cache is local memory and the limit holds per process (the single-process default).
+
+The window slides approximately: the previous minute's count, weighted by how much of it still
+lies within the last 60 seconds, plus the current minute's count (two keys per user, no log).
+Attempts that are refused are not counted, so a user who waits gets through again.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections import defaultdict, deque
 
-_windows: dict[int, deque[float]] = defaultdict(deque)
+from django.core.cache import caches
+
+WINDOW_S = 60
+_generation = 0  # bumped by reset(): tests start from zero without flushing a shared cache
+
+
+def _key(user_id: int, window: int) -> str:
+    return f"ratelimit:{_generation}:{user_id}:{window}"
 
 
 def allow(user_id: int, *, per_minute: int, now: float | None = None) -> bool:
-    """Record an attempt; False once the user has sent ``per_minute`` in the last minute."""
-    now = time.monotonic() if now is None else now
-    window = _windows[user_id]
-    while window and window[0] <= now - 60:
-        window.popleft()
-    if len(window) >= per_minute:
+    """Record an attempt; False once the user has sent ``per_minute`` in about a minute."""
+    now = time.time() if now is None else now
+    window, into = divmod(now, WINDOW_S)
+    current, previous = _key(user_id, int(window)), _key(user_id, int(window) - 1)
+    cache = caches["default"]
+    cache.add(current, 0, timeout=2 * WINDOW_S + 5)
+    try:
+        count = cache.incr(current)  # atomic in Redis and in local memory
+    except ValueError:  # expired between add and incr
+        cache.set(current, 1, timeout=2 * WINDOW_S + 5)
+        count = 1
+    earlier = int(cache.get(previous, 0))
+    if earlier * (1 - into / WINDOW_S) + count > per_minute:
+        with contextlib.suppress(ValueError):
+            cache.decr(current)
         return False
-    window.append(now)
     return True
 
 
 def reset() -> None:
-    _windows.clear()
+    """Forget every count (tests)."""
+    global _generation
+    _generation += 1

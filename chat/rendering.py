@@ -13,9 +13,32 @@ _md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": 
 )
 
 ALLOWED_TAGS = {
-    "p", "br", "hr", "strong", "em", "del", "s", "code", "pre", "blockquote",
-    "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "h6", "a",
-    "table", "thead", "tbody", "tr", "th", "td",
+    "p",
+    "br",
+    "hr",
+    "strong",
+    "em",
+    "del",
+    "s",
+    "code",
+    "pre",
+    "blockquote",
+    "ul",
+    "ol",
+    "li",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "a",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
 }
 ALLOWED_ATTRIBUTES = {
     "a": {"href", "title"},
@@ -46,7 +69,7 @@ def pretty_json(value: Any) -> str:
         try:
             value = json.loads(value)
         except ValueError:
-            return value
+            return str(value)
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
 
 
@@ -57,7 +80,5 @@ def result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(
-            str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in content
-        )
+        return "\n".join(str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in content)
     return json.dumps(content, ensure_ascii=False)

@@ -17,12 +17,12 @@ import httpx2
 from channels.db import database_sync_to_async as db
 from django.conf import settings
 
-from chat import engine
+from chat import engine, retry
 from chat.broadcast import ReplyBroadcaster
 from chat.client import get_client
 from chat.models import Message
-from chat.services import messages, pairing, turns
-from chat.upstream import describe_error
+from chat.services import messages, pairing, retry_notes, turns
+from chat.upstream import TRUNCATED, describe_error, retrying_text
 
 logger = logging.getLogger(__name__)
 
@@ -72,20 +72,35 @@ def _dump(block: Any) -> dict[str, Any]:
 
 
 class _Reply:
-    """What one streaming reply has produced so far."""
+    """One streaming reply: where it goes, and what it has produced so far."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, conversation_id: int, message_id: int, owner: str, broadcaster: ReplyBroadcaster
+    ) -> None:
+        self.conversation_id = conversation_id
+        self.message_id = message_id
+        self.owner = owner
+        self.broadcaster = broadcaster
+        self.attempts = 0
+        self.started = False  # an event arrived: from now on a failure is not retried
         self.blocks: dict[int, dict[str, Any]] = {}
         self.open_tools: dict[int, tuple[str, str]] = {}
         self.snapshot: Any = None
 
     def content(self) -> list[dict[str, Any]]:
-        """Finished tool calls plus the text and thinking streamed so far, in block order."""
+        """Finished tool calls plus the text and thinking streamed so far, in block order.
+
+        A thinking block counts once it is signed: an unsigned one (cut off mid-thought)
+        would make the next request invalid.
+        """
         merged = dict(self.blocks)
         if self.snapshot is not None:
             for index, block in enumerate(self.snapshot.content):
-                if block.type in ("text", "thinking", "redacted_thinking") and index not in merged:
-                    merged[index] = _dump(block)
+                if index in merged or block.type not in ("text", "thinking", "redacted_thinking"):
+                    continue
+                if block.type == "thinking" and not block.signature:
+                    continue
+                merged[index] = _dump(block)
         return [merged[i] for i in sorted(merged)]
 
     def text(self) -> str:
@@ -96,46 +111,14 @@ async def stream_reply(
     conversation_id: int, message_id: int, request: dict[str, Any], owner: str
 ) -> None:
     engine.register_reply(message_id, conversation_id)
-    live = engine.live_reply(message_id)
     broadcaster = ReplyBroadcaster(
         conversation_id, message_id, settings.TANDEM_STREAM_COALESCE_MS / 1000
     )
     await broadcaster.start()
-    reply = _Reply()
+    reply = _Reply(conversation_id, message_id, owner, broadcaster)
     outcome: dict[str, Any] = {"status": Message.Status.ERROR}
-    last_write = time.monotonic()
     try:
-        async with get_client().messages.stream(**request) as stream:
-            current = -1
-            async for event in stream:
-                reply.snapshot = stream.current_message_snapshot
-                if event.type == "text":
-                    if live is not None:
-                        live.text += event.text
-                    await broadcaster.text(event.text)
-                elif event.type == "thinking":
-                    broadcaster.thinking(event.thinking)
-                elif event.type == "content_block_start":
-                    current = event.index
-                    if event.content_block.type == "tool_use":
-                        block = event.content_block
-                        reply.open_tools[event.index] = (block.id, block.name)
-                        broadcaster.tool_input(event.index, block.id, block.name, {})
-                elif event.type == "input_json" and current in reply.open_tools:
-                    tool_id, name = reply.open_tools[current]
-                    broadcaster.tool_input(current, tool_id, name, event.snapshot)
-                elif event.type == "content_block_stop" and event.content_block.type == "tool_use":
-                    block_data = _dump(event.content_block)
-                    reply.blocks[event.index] = block_data
-                    reply.open_tools.pop(event.index, None)
-                    await db(pairing.store_tool_call)(
-                        conversation_id, message_id, block_data, event.index
-                    )
-                if time.monotonic() - last_write >= settings.TANDEM_SNAPSHOT_INTERVAL_S:
-                    last_write = time.monotonic()
-                    if await _checkpoint(conversation_id, message_id, owner, reply, broadcaster):
-                        raise asyncio.CancelledError("stop requested")
-            final = await stream.get_final_message()
+        final = await _stream_with_retries(reply, request)
         reply.snapshot = final
         outcome = _final_outcome(final, reply)
     except asyncio.CancelledError:
@@ -147,8 +130,8 @@ async def stream_reply(
             raise
         outcome = await _invalid_tool_json(conversation_id, message_id, reply, str(exc))
     except (anthropic.APIError, httpx2.HTTPError) as exc:
-        outcome = describe_error(exc, has_output=bool(reply.content()))
-        logger.warning("model turn failed for conversation %s: %s", conversation_id, exc)
+        outcome = describe_error(exc, attempts=reply.attempts)
+        logger.warning("model turn failed for conversation %s: %r", conversation_id, exc)
     except Exception:
         logger.exception("model turn crashed for conversation %s", conversation_id)
         outcome = {"status": Message.Status.ERROR, "error": "Tandem hit an internal error."}
@@ -159,16 +142,74 @@ async def stream_reply(
         await db(messages.finish_reply)(message_id, content=content, **outcome)
 
 
-async def _checkpoint(
-    conversation_id: int,
-    message_id: int,
-    owner: str,
-    reply: _Reply,
-    broadcaster: ReplyBroadcaster,
-) -> bool:
-    """The once-a-second write: snapshot, lease renewal, and whether stop was asked."""
-    stop = await db(messages.save_reply_snapshot)(message_id, reply.content())
-    await broadcaster.snapshot(reply.text())
+async def _stream_with_retries(reply: _Reply, request: dict[str, Any]) -> Any:
+    """Stream the reply; failures before the first event are retried, visibly and bounded."""
+    client = get_client().with_options(max_retries=0)  # the SDK would retry invisibly
+    max_retries = max(0, settings.ANTHROPIC_MAX_RETRIES)
+    while True:
+        reply.attempts += 1
+        try:
+            return await _stream_once(client, reply, request)
+        except (anthropic.APIError, httpx2.TransportError) as exc:
+            retries_done = reply.attempts - 1
+            delay = None if reply.started else retry.next_delay(exc, retries_done, max_retries)
+            if delay is None:
+                raise
+            logger.warning(
+                "model API failed for conversation %s (%r); retry %s of %s in %.1f s",
+                reply.conversation_id, exc, retries_done + 1, max_retries, delay,
+            )
+            text = retrying_text(exc, attempt=reply.attempts + 1, total=max_retries + 1)
+            await db(retry_notes.set_note)(reply.message_id, text)
+            await asyncio.sleep(delay)
+
+
+async def _stream_once(client: anthropic.AsyncAnthropic, reply: _Reply, request: dict[str, Any]) -> Any:
+    conversation_id, message_id = reply.conversation_id, reply.message_id
+    broadcaster = reply.broadcaster
+    live = engine.live_reply(message_id)
+    last_write = time.monotonic()
+    async with client.messages.stream(**request) as stream:
+        current = -1
+        async for event in stream:
+            if not reply.started:
+                reply.started = True
+                if reply.attempts > 1:
+                    await db(retry_notes.set_note)(message_id, "")
+            reply.snapshot = stream.current_message_snapshot
+            if event.type == "text":
+                if live is not None:
+                    live.text += event.text
+                await broadcaster.text(event.text)
+            elif event.type == "thinking":
+                broadcaster.thinking(event.thinking)
+            elif event.type == "content_block_start":
+                current = event.index
+                if event.content_block.type == "tool_use":
+                    block = event.content_block
+                    reply.open_tools[event.index] = (block.id, block.name)
+                    broadcaster.tool_input(event.index, block.id, block.name, {})
+            elif event.type == "input_json" and current in reply.open_tools:
+                tool_id, name = reply.open_tools[current]
+                broadcaster.tool_input(current, tool_id, name, event.snapshot)
+            elif event.type == "content_block_stop" and event.content_block.type == "tool_use":
+                block_data = _dump(event.content_block)
+                reply.blocks[event.index] = block_data
+                reply.open_tools.pop(event.index, None)
+                await db(pairing.store_tool_call)(
+                    conversation_id, message_id, block_data, event.index
+                )
+            if time.monotonic() - last_write >= settings.TANDEM_SNAPSHOT_INTERVAL_S:
+                last_write = time.monotonic()
+                if await _checkpoint(reply):
+                    raise asyncio.CancelledError("stop requested")
+        return await stream.get_final_message()
+
+
+async def _checkpoint(reply: _Reply) -> bool:
+    """The once-a-second write: snapshot, and whether stop was asked."""
+    stop = await db(messages.save_reply_snapshot)(reply.message_id, reply.content())
+    await reply.broadcaster.snapshot(reply.text())
     return stop
 
 
@@ -182,8 +223,10 @@ def _final_outcome(final: Any, reply: _Reply) -> dict[str, Any]:
         "stop_reason": final.stop_reason or "",
     }
     if final.stop_reason is None:
+        # No message_stop: keep what was finished (an unfinished tool call never ran).
+        outcome["content"] = reply.content()
         outcome["status"] = Message.Status.ERROR
-        outcome["error"] = "The reply was cut off: the stream ended before the model finished."
+        outcome["error"] = TRUNCATED
     else:
         outcome["status"] = Message.Status.COMPLETE
     return outcome

@@ -35,7 +35,9 @@ async def run_tool_pair(pair_id: int) -> str:
     spec = registry.get(pair.tool_name)
     if spec is None:
         await db(pairing.record_result)(
-            pair_id, status=ToolPair.Status.FAILED, is_error=True,
+            pair_id,
+            status=ToolPair.Status.FAILED,
+            is_error=True,
             content=f"The tool {pair.tool_name} is no longer available.",
         )
         return "unknown tool"
@@ -49,9 +51,17 @@ async def run_tool_pair(pair_id: int) -> str:
 
     def _progress(fraction: float | None, text: str) -> None:
         nonlocal last_write
-        engine.spawn(events.publish(group, {
-            "type": "tool.progress", "pair": pair_id, "fraction": fraction, "text": text,
-        }))
+        engine.spawn(
+            events.publish(
+                group,
+                {
+                    "type": "tool.progress",
+                    "pair": pair_id,
+                    "fraction": fraction,
+                    "text": text,
+                },
+            )
+        )
         now = time.monotonic()
         if now - last_write >= PROGRESS_WRITE_S:
             last_write = now
@@ -59,8 +69,10 @@ async def run_tool_pair(pair_id: int) -> str:
 
     ctx = ToolContext(pair.tool_use_id, pair.conversation_id, on_progress)
     engine.register_tool(pair.tool_use_id, engine.ToolHandle(cancel=ctx.cancel))
-    timeout = max(0.0, (pair.deadline_at.timestamp() - time.time())) if pair.deadline_at else (
-        spec.timeout_s or settings.TANDEM_TOOL_TIMEOUT_S
+    timeout = (
+        max(0.0, (pair.deadline_at.timestamp() - time.time()))
+        if pair.deadline_at
+        else (spec.timeout_s or settings.TANDEM_TOOL_TIMEOUT_S)
     )
     heartbeat = engine.spawn(_heartbeat(pair_id))
     try:

@@ -12,7 +12,5 @@ urlpatterns = [
     path("conversations/<int:conversation_id>/", views.conversation_page, name="conversation"),
     path("conversations/<int:conversation_id>/rename/", views.rename, name="rename"),
     path("conversations/<int:conversation_id>/delete/", views.delete, name="delete"),
-    path(
-        "conversations/<int:conversation_id>/settings/", views.update_settings, name="settings"
-    ),
+    path("conversations/<int:conversation_id>/settings/", views.update_settings, name="settings"),
 ]

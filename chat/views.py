@@ -12,9 +12,14 @@ from chat.services import conversations
 from chat.services.errors import UserInputError
 
 
+def _user_id(request: HttpRequest) -> int:
+    assert request.user.pk is not None  # LoginRequiredMiddleware guarantees a user
+    return int(request.user.pk)
+
+
 @require_GET
 def index(request: HttpRequest) -> HttpResponse:
-    return render(request, "chat/index.html", conversation_list.context(request.user.pk))
+    return render(request, "chat/index.html", conversation_list.context(_user_id(request)))
 
 
 @require_POST
@@ -34,7 +39,7 @@ def conversation_page(request: HttpRequest, conversation_id: int) -> HttpRespons
             "conversation": conversation,
             "views": views,
             "seq": seq,
-            **conversation_list.context(request.user.pk, conversation.pk),
+            **conversation_list.context(_user_id(request), conversation.pk),
         },
     )
 

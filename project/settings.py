@@ -102,6 +102,19 @@ else:
     CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}
     }
+# The cache holds the per-user message rate limit (chat.ratelimit): shared through Redis by
+# every process when REDIS_URL is set, per process in local memory otherwise.
+CACHES = {
+    "default": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "tandem",
+        }
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
 
 # Where tools run. The embedded default runs them on the server's own event loop (async tools)
 # and in a bounded thread pool (sync tools), so no extra service is needed.

@@ -74,7 +74,11 @@ async def connect(running_engine: None) -> AsyncIterator[Callable[..., Any]]:
         communicator = WebsocketCommunicator(
             application,
             f"/ws/conversations/{conversation_id}/",
-            headers=[(b"cookie", cookie), (b"origin", b"http://localhost"), (b"host", b"localhost")],
+            headers=[
+                (b"cookie", cookie),
+                (b"origin", b"http://localhost"),
+                (b"host", b"localhost"),
+            ],
         )
         connected, code = await communicator.connect()
         if not connected:
@@ -90,13 +94,13 @@ async def connect(running_engine: None) -> AsyncIterator[Callable[..., Any]]:
 
 
 async def frames_until(
-    communicator: WebsocketCommunicator, predicate: Callable[[str], bool], timeout: float = 10
+    communicator: WebsocketCommunicator, predicate: Callable[[str], bool], within: float = 10
 ) -> list[str]:
     """Collect frames until one satisfies ``predicate``."""
     seen: list[str] = []
-    async with asyncio.timeout(timeout):
+    async with asyncio.timeout(within):
         while True:
-            frame = await communicator.receive_from(timeout=timeout)
+            frame = await communicator.receive_from(timeout=within)
             seen.append(frame)
             if predicate(frame):
                 return seen

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from chat import engine, events
 from chat.models import Message, ToolPair
+from chat.services import policy
 from chat.services.conversations import bump_rev, lock
 from chat.services.messages import append
 from tools.errors import ToolInputError
@@ -34,6 +35,7 @@ class Refusal:
     status: str
     message: str
     notice: str = ""
+    decision: str = ""
 
 
 def _event(pair: ToolPair, what: str, **extra: Any) -> None:
@@ -68,6 +70,9 @@ def decide(
     if spec is None:
         available = ", ".join(registry.names()) or "none"
         return Refusal("failed", f"Unknown tool {name!r}. Available tools: {available}.")
+    ruling = policy.rule_on_call(conversation_id, message_id, name)
+    if not ruling.allowed:
+        return Refusal(ToolPair.Status.DENIED, ruling.refusal, decision=ruling.decision)
     rounds, invalid = since_last_prompt(conversation_id)
     already_counted = ToolPair.objects.filter(message_id=message_id).exists()
     if rounds + (0 if already_counted else 1) > settings.TANDEM_MAX_TOOL_ROUNDS:
@@ -111,7 +116,7 @@ def store_tool_call(
     name = str(block.get("name", ""))
     raw_input = block.get("input")
     refusal = decide(conversation_id, message_id, name, raw_input, invalid_json=invalid_json)
-    spec = registry.get(name)
+    plan = policy.plan_start(policy.policy_for(name)) if refusal is None else None
     now = timezone.now()
     with transaction.atomic():
         conversation = lock(conversation_id)
@@ -124,14 +129,18 @@ def store_tool_call(
             block_index=block_index,
         )
         _event(pair, "requested")
-        if refusal is None:
-            timeout = spec.timeout_s if spec and spec.timeout_s else settings.TANDEM_TOOL_TIMEOUT_S
-            pair.status = ToolPair.Status.QUEUED
-            pair.decision = "allowed"
-            pair.deadline_at = now + dt.timedelta(seconds=timeout)
-        else:
-            pair.decision = "invalid input" if refusal.status == "invalid" else "refused"
-            pair.status = ToolPair.Status.FAILED
+        if plan is not None:
+            pair.status = plan.status
+            pair.decision = plan.decision
+            pair.deadline_at = now + dt.timedelta(seconds=plan.deadline_s)
+            if plan.status == ToolPair.Status.AWAITING_APPROVAL:
+                _event(pair, plan.decision)
+        elif refusal is not None:
+            pair.decision = refusal.decision or (
+                "invalid input" if refusal.status == "invalid" else "refused"
+            )
+            denied = refusal.status == ToolPair.Status.DENIED
+            pair.status = ToolPair.Status.DENIED if denied else ToolPair.Status.FAILED
             pair.result_content = refusal.message
             pair.is_error = True
             pair.finished_at = now
@@ -265,14 +274,17 @@ def expire_overdue(now: dt.datetime | None = None) -> list[int]:
     now = now or timezone.now()
     touched: list[int] = []
     overdue = ToolPair.objects.filter(status__in=OPEN, deadline_at__lt=now).values_list(
-        "pk", "tool_name", "deadline_at", "requested_at"
+        "pk", "tool_name", "deadline_at", "requested_at", "status"
     )
-    for pk, name, deadline, requested in list(overdue):
-        waited = int((deadline - requested).total_seconds())
+    for pk, name, deadline, requested, status in list(overdue):
+        waited = int((deadline - requested).total_seconds()) if deadline else 0
+        content = f"The tool {name} timed out after {waited} s and was stopped."
+        if status == ToolPair.Status.AWAITING_APPROVAL:
+            content = f"The call to {name} waited {waited} s for approval and never ran."
         pair = finish(
             pk,
             status=ToolPair.Status.TIMED_OUT,
-            content=f"The tool {name} timed out after {waited} s and was stopped.",
+            content=content,
             is_error=True,
             event="timed out",
         )

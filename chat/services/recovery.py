@@ -13,10 +13,10 @@ from django.db import transaction
 from django.db.models import F, Max, Q
 from django.utils import timezone
 
+from chat import events
 from chat.models import Conversation, Message, ToolPair
 from chat.services import pairing
 from chat.services.conversations import bump_rev, lock
-from chat import events
 from tools.registry import registry
 
 logger = logging.getLogger(__name__)

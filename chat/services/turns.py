@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from chat import history
 from chat.models import Conversation, Message, ToolPair
+from chat.services import policy
 from chat.services.pairing import OPEN, since_last_prompt
 from tools.registry import registry
 
@@ -94,11 +95,13 @@ def load_turn_input(conversation_id: int) -> TurnInput | None:
         and invalid < settings.TANDEM_MAX_INVALID_TOOL_CALLS
     )
     specs = registry.all()
+    # Only tools the owner may use are offered; every known tool still describes past calls.
+    offered = policy.offered_names(conversation.owner_id, [s.name for s in specs])
     options = history.RequestOptions(
         model=conversation.model,
         max_tokens=settings.ANTHROPIC_MAX_TOKENS,
         system=conversation.system_prompt,
-        tools=[s.anthropic_schema() for s in specs],
+        tools=[s.anthropic_schema() for s in specs if s.name in offered],
         known_tools={s.name: s.anthropic_schema() for s in specs},
         allow_tool_use=allow_tools,
         thinking_budget=conversation.thinking_budget,

@@ -117,13 +117,18 @@ async def test_it_updates_the_title_and_the_list_live(
     listing = WebsocketCommunicator(
         application,
         "/ws/conversations/",
-        headers=[(b"cookie", await db(session_cookie)(owner)), (b"origin", b"http://localhost"),
-                 (b"host", b"localhost")],
+        headers=[
+            (b"cookie", await db(session_cookie)(owner)),
+            (b"origin", b"http://localhost"),
+            (b"host", b"localhost"),
+        ],
     )
     assert (await listing.connect())[0]
     socket = await connect(owner, conversation.pk)
     await socket.send_json_to({"type": "send", "text": "Plan a picnic for Saturday\nwith details"})
-    await frames_until(socket, lambda f: 'id="conv-title"' in f and "Plan a picnic for Saturday" in f)
+    await frames_until(
+        socket, lambda f: 'id="conv-title"' in f and "Plan a picnic for Saturday" in f
+    )
     await frames_until(listing, lambda f: "Plan a picnic for Saturday" in f)
     await engine.idle()
     await listing.disconnect()

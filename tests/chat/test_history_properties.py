@@ -84,8 +84,9 @@ class Thread(RuleBasedStateMachine):
         content: list[dict[str, Any]] = []
         if with_thinking and self.thinking and ending != "error":
             thought = "Let me think."
-            content.append({"type": "thinking", "thinking": thought,
-                            "signature": sign_thinking(thought)})
+            content.append(
+                {"type": "thinking", "thinking": thought, "signature": sign_thinking(thought)}
+            )
         if ending != "error" and text:
             content.append({"type": "text", "text": text})
         if ending == "complete":
@@ -108,12 +109,17 @@ class Thread(RuleBasedStateMachine):
         if not self.finished:
             return
         ids = sorted(self.finished)
-        calls = [{"type": "tool_use", "id": i, "name": self.finished[i]["name"], "input": {}}
-                 for i in ids]
+        calls = [
+            {"type": "tool_use", "id": i, "name": self.finished[i]["name"], "input": {}}
+            for i in ids
+        ]
         results = []
         for i in ids:
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": i,
-                                     "content": f"{self.finished[i]['outcome']} result"}
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": i,
+                "content": f"{self.finished[i]['outcome']} result",
+            }
             if self.finished[i]["outcome"] != "succeeded":
                 block["is_error"] = True
             results.append(block)

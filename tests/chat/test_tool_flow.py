@@ -22,16 +22,22 @@ async def test_it_answers_while_the_demo_tool_runs_then_continues(
     await socket.send_json_to({"type": "send", "text": "run the demo tool for 2 seconds"})
     await frames_until(socket, lambda f: "status-running" in f)
     await socket.send_json_to({"type": "send", "text": "meanwhile, what is a haiku?"})
-    frames = await frames_until(socket, lambda f: "kind-reply status-complete" in f and "haiku" in f)
+    frames = await frames_until(
+        socket, lambda f: "kind-reply status-complete" in f and "haiku" in f
+    )
     pair = await ToolPair.objects.aget(conversation=conversation)
     assert pair.status == ToolPair.Status.RUNNING  # the second answer came while the tool ran
     assert frames
-    await frames_until(socket, lambda f: "status-succeeded" in f, timeout=10)
+    await frames_until(socket, lambda f: "status-succeeded" in f, within=10)
     finished = time.monotonic()
-    frames = await frames_until(socket, lambda f: "kind-reply status-complete" in f and "finished" in f)
+    frames = await frames_until(
+        socket, lambda f: "kind-reply status-complete" in f and "finished" in f
+    )
     assert time.monotonic() - finished < 1.0
     await engine.idle()
-    kinds = [m.kind async for m in Message.objects.filter(conversation=conversation).order_by("seq")]
+    kinds = [
+        m.kind async for m in Message.objects.filter(conversation=conversation).order_by("seq")
+    ]
     assert kinds == ["prompt", "reply", "prompt", "reply", "tool_calls", "tool_results", "reply"]
     pair = await ToolPair.objects.aget(conversation=conversation)
     assert pair.flushed_at is not None and not pair.is_error
@@ -41,9 +47,7 @@ async def test_it_turns_a_bad_tool_input_into_an_error_result(
     connect: Any, owner: Any, conversation: Any
 ) -> None:
     socket = await connect(owner, conversation.pk)
-    await socket.send_json_to(
-        {"type": "send", "text": 'call calculate with {"expression": 5}'}
-    )
+    await socket.send_json_to({"type": "send", "text": 'call calculate with {"expression": 5}'})
     await frames_until(socket, lambda f: "kind-reply status-complete" in f and "failed" in f)
     await engine.idle()
     pair = await ToolPair.objects.aget(conversation=conversation)

@@ -60,7 +60,12 @@ class LiveServer:
     def manage(self, *args: str) -> str:
         done = subprocess.run(
             [sys.executable, "manage.py", *args],
-            cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120, check=False,
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
         if done.returncode != 0:
             raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stderr}")
@@ -78,9 +83,20 @@ class LiveServer:
         self._close_log()
         self._log = log = open(self.workdir / "server.log", "ab")  # noqa: SIM115
         self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "tandem", "--host", "127.0.0.1",
-             "--port", str(self.port), "--no-demo"],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "manage.py",
+                "tandem",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--no-demo",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

@@ -1,0 +1,1 @@
+"""Benchmarks: printed figures, run by `make bench` (pytest -m slow -s), never timed assertions."""

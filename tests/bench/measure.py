@@ -1,0 +1,135 @@
+"""What the benchmarks share: reading frames, counting database writes, summing up figures.
+
+Pure helpers plus one context manager; no timing targets live here (the benchmarks print
+figures and assert only that the run itself was sound).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import statistics
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.backends.signals import connection_created
+
+_ARTICLE = re.compile(r'<article id="msg-(\d+)" class="msg role-(\w+) kind-(\w+) status-(\w+)')
+_DELTA = re.compile(r'<span hx-swap-oob="beforeend:#msg-(\d+)-stream">(.*?)</span>', re.S)
+_STREAM = re.compile(r'<span id="msg-(\d+)-stream" class="stream"[^>]*>([^<]*)</span>')
+_ERROR = re.compile(r'<div id="composer-error"[^>]*>(.*?)</div>', re.S)
+_CARD = re.compile(r'class="tool-card status-(\w+)')
+
+
+@dataclass(frozen=True)
+class Article:
+    id: int
+    role: str
+    kind: str
+    status: str
+
+
+@dataclass
+class Frame:
+    """What one WebSocket frame carries, as far as the benchmarks care."""
+
+    articles: list[Article] = field(default_factory=list)
+    deltas: list[tuple[int, str]] = field(default_factory=list)  # (message id, text)
+    snapshots: list[tuple[int, str]] = field(default_factory=list)  # whole streamed text
+    error: str | None = None
+    cards: list[str] = field(default_factory=list)  # tool card statuses
+
+    @property
+    def text_ids(self) -> set[int]:
+        """Messages this frame shows streamed text for (a delta, or a bubble with text)."""
+        return {m for m, _ in self.deltas} | {m for m, text in self.snapshots if text.strip()}
+
+
+def parse(raw: str) -> Frame:
+    frame = Frame(
+        articles=[Article(int(i), r, k, s) for i, r, k, s in _ARTICLE.findall(raw)],
+        deltas=[(int(i), html.unescape(t)) for i, t in _DELTA.findall(raw)],
+        snapshots=[(int(i), html.unescape(t)) for i, t in _STREAM.findall(raw)],
+        cards=_CARD.findall(raw),
+    )
+    error = _ERROR.search(raw)
+    if error is not None:
+        frame.error = html.unescape(error.group(1)).strip()
+    return frame
+
+
+def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile (p in 0..100) of a non-empty list."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * p // 100))
+    return ordered[int(min(rank, len(ordered))) - 1]
+
+
+def summary_ms(values_s: list[float]) -> str:
+    """'p50 / p90 / p99 / max' of seconds, in milliseconds."""
+    if not values_s:
+        return "no samples"
+    ms = [v * 1000 for v in values_s]
+    return (
+        f"n={len(ms)} p50={percentile(ms, 50):.1f} p90={percentile(ms, 90):.1f} "
+        f"p99={percentile(ms, 99):.1f} max={max(ms):.1f} ms"
+    )
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+_WRITE = re.compile(r'^\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?(\w+)"?', re.I)
+
+
+class WriteCounter:
+    """An execute wrapper counting INSERT/UPDATE/DELETE statements by verb and table."""
+
+    def __init__(self) -> None:
+        self.active = True
+        self.by_table: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def __call__(
+        self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any
+    ) -> Any:
+        match = _WRITE.match(sql) if self.active else None
+        if match is not None:
+            verb = match.group(1).split()[0].upper()
+            with self._lock:
+                self.by_table[f"{verb} {match.group(2)}"] += 1
+        return execute(sql, params, many, context)
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_table.values())
+
+    def report(self) -> str:
+        return ", ".join(f"{k}: {v}" for k, v in sorted(self.by_table.items()))
+
+
+@contextmanager
+def count_writes() -> Iterator[WriteCounter]:
+    """Count writes on every database connection opened while the block runs.
+
+    Tandem's runner starts each turn in a fresh context (``engine.spawn``), so its ORM calls
+    open their own connection in asgiref's sync thread: hooking ``connection_created`` reaches
+    them wherever they run, which a wrapper installed on one connection would not.
+    """
+    counter = WriteCounter()
+
+    def install(sender: Any, connection: Any, **kwargs: Any) -> None:
+        if counter not in connection.execute_wrappers:
+            connection.execute_wrappers.append(counter)
+
+    connection_created.connect(install, weak=False, dispatch_uid=f"bench-{id(counter)}")
+    try:
+        yield counter
+    finally:
+        connection_created.disconnect(dispatch_uid=f"bench-{id(counter)}")
+        counter.active = False

@@ -2,8 +2,12 @@
 
     daphne -b 127.0.0.1 -p 8765 chat.simulator.asgi:application
 
-A dropped-connection fault raises out of the app after the response has started, which makes the
-server abort the connection: the client sees an incomplete chunked body, as with a real drop.
+A dropped-connection fault must close the TCP connection mid-body, which ASGI has no message for.
+Servers such as uvicorn close the connection when the app raises after the response started, so
+the app raises. Daphne 4.2 does not: it tries to send a 500 on the started response, which raises
+inside its application checker (stopping that loop for good) and leaves the client waiting for its
+read timeout. Under daphne the app therefore closes the connection itself, through the protocol
+that daphne binds into `send` (`functools.partial(server.handle_reply, protocol)`).
 """
 
 from __future__ import annotations
@@ -11,6 +15,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from .core import ConnectionDropped
 from .transport import Simulator
 
 Scope = MutableMapping[str, Any]
@@ -47,9 +55,24 @@ class SimulatorApp:
         if isinstance(answer.body, bytes):
             await send({"type": "http.response.body", "body": answer.body})
             return
-        async for chunk in answer.body:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        try:
+            async for chunk in answer.body:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except ConnectionDropped:
+            if not _close_daphne_connection(send):
+                raise
+            return
         await send({"type": "http.response.body", "body": b""})
+
+
+def _close_daphne_connection(send: Send) -> bool:
+    """Close the connection under daphne (see the module docstring); False elsewhere."""
+    protocol = next(iter(getattr(send, "args", ())), None)
+    transport = getattr(protocol, "transport", None)
+    if transport is None or not hasattr(transport, "loseConnection"):
+        return False
+    transport.loseConnection()  # sends what is buffered, then closes: an incomplete chunked body
+    return True
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:
@@ -62,5 +85,16 @@ async def _lifespan(receive: Receive, send: Send) -> None:
             return
 
 
-# A default instance for `daphne chat.simulator.asgi:application`; pace and seed are the defaults.
-application = SimulatorApp(Simulator())
+def simulator_from_settings() -> Simulator:
+    """A Simulator paced and seeded by Django settings when they are configured, else defaults."""
+    try:
+        return Simulator(
+            tokens_per_second=float(settings.SIMULATOR_TOKENS_PER_SECOND),
+            seed=int(settings.SIMULATOR_SEED),
+        )
+    except (ImproperlyConfigured, AttributeError):
+        return Simulator()
+
+
+# For `daphne chat.simulator.asgi:application` (set DJANGO_SETTINGS_MODULE to use its pace).
+application = SimulatorApp(simulator_from_settings())

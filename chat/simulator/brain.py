@@ -92,12 +92,12 @@ def decide(body: dict[str, Any], *, seed: int = 0) -> Reply:
     said = "\n".join(text for text in texts if text not in notes)
     user_text = strip_markers(said).strip()
 
-    paragraphs = [_summarize(results, turns)] if results else []
     calls: tuple[ToolCall, ...] = ()
     exact = _EXACTLY.search(said)
     if exact:
-        paragraphs = [said[exact.end() :]]
+        text = said[exact.end() :]
     else:
+        paragraphs = [_summarize(results, turns)] if results else []
         plan = plan_tool_calls(user_text, body.get("tools") or [], body.get("tool_choice") or {})
         calls = plan.calls
         if plan.calls:
@@ -107,11 +107,11 @@ def decide(body: dict[str, Any], *, seed: int = 0) -> Reply:
         elif user_text or not results:
             reply = long_reply if wants_long_answer(user_text) else short_reply
             paragraphs.append(reply(user_text, rng))
+        text = "\n\n".join(p for p in paragraphs if p)
 
     blocks: list[Block] = []
     if thinking_enabled(body):
         blocks.append(_thinking(user_text, calls, results, body))
-    text = "\n\n".join(p for p in paragraphs if p) if not exact else paragraphs[0]
     if text:
         blocks.append(Block("text", tuple(tokenize(text))))
     for call in calls:
@@ -184,9 +184,10 @@ def _tool_use(call: ToolCall, rng: random.Random) -> Block:
 
 def _limit(blocks: list[Block], body: dict[str, Any]) -> Reply:
     """Apply stop_sequences (text only), then max_tokens, then pick the stop reason."""
+    sequences = body.get("stop_sequences") or []
     for index, block in enumerate(blocks):
-        hit = _first_stop(block.content, body.get("stop_sequences") or [])
-        if block.type == "text" and hit is not None:
+        hit = _first_stop(block.content, sequences) if block.type == "text" else None
+        if hit is not None:
             cut, sequence = hit
             kept = [*blocks[:index], replace(block, pieces=tuple(tokenize(block.content[:cut])))]
             return Reply(tuple(b for b in kept if b.pieces), "stop_sequence", sequence)

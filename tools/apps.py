@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
 from django.apps import AppConfig
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models.signals import post_migrate
 
 
@@ -13,11 +16,16 @@ class ToolsConfig(AppConfig):
     def ready(self) -> None:
         import tools.builtin  # noqa: F401  (registers the built-in tools)
 
+        for module in settings.TANDEM_EXTRA_TOOL_MODULES:
+            import_module(module)  # each registers its tools with @tool on import
+
         post_migrate.connect(_sync_policies, sender=self, dispatch_uid="tools.sync_policies")
 
 
-def _sync_policies(**kwargs: Any) -> None:
+def _sync_policies(using: str = DEFAULT_DB_ALIAS, **kwargs: Any) -> None:
     """After migrate (and after a test flush): one policy row per registered tool."""
-    from tools.models import sync_policies
+    from tools.models import ToolPolicy, sync_policies
 
-    sync_policies()
+    # Not after `migrate tools zero` or a partial migrate that left the table out.
+    if ToolPolicy._meta.db_table in connections[using].introspection.table_names():
+        sync_policies(using=using)

@@ -7,7 +7,7 @@ the admin list). A tool without a row is treated as if it had a row with the def
 from __future__ import annotations
 
 from django.core.validators import MinValueValidator
-from django.db import models, transaction
+from django.db import DEFAULT_DB_ALIAS, models, transaction
 
 from tools.registry import ToolRegistry, registry
 
@@ -84,18 +84,15 @@ class ToolPolicy(models.Model):
         return self.tool_name in registry
 
 
-def sync_policies(tools: ToolRegistry | None = None) -> list[str]:
+def sync_policies(tools: ToolRegistry | None = None, *, using: str = DEFAULT_DB_ALIAS) -> list[str]:
     """Create a default policy for every registered tool that has none; returns their names.
 
     Idempotent and safe to run concurrently (existing rows are never changed).
     """
     names = (tools or registry).names()
-    with transaction.atomic():
-        existing = set(
-            ToolPolicy.objects.filter(tool_name__in=names).values_list("tool_name", flat=True)
-        )
+    rows = ToolPolicy.objects.using(using)
+    with transaction.atomic(using=using):
+        existing = set(rows.filter(tool_name__in=names).values_list("tool_name", flat=True))
         missing = [name for name in names if name not in existing]
-        ToolPolicy.objects.bulk_create(
-            [ToolPolicy(tool_name=name) for name in missing], ignore_conflicts=True
-        )
+        rows.bulk_create([ToolPolicy(tool_name=name) for name in missing], ignore_conflicts=True)
     return missing

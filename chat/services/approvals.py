@@ -21,7 +21,7 @@ from django.utils import timezone
 from chat import events
 from chat.models import Conversation, ToolPair
 from chat.services import pairing, policy
-from chat.services.conversations import bump_rev, lock
+from chat.services.conversations import bump_rev
 from chat.services.errors import NotAllowed, UserInputError
 
 logger = logging.getLogger(__name__)
@@ -57,23 +57,11 @@ def _event(pair: ToolPair, what: str, **extra: Any) -> None:
     pair.timeline = [*pair.timeline, {"at": timezone.now().isoformat(), "event": what, **extra}]
 
 
-def _lock_pair(pair_id: int) -> tuple[ToolPair, Conversation] | None:
-    """Lock the pair's conversation, then the pair; None if it is gone."""
-    conversation_id = (
-        ToolPair.objects.filter(pk=pair_id).values_list("conversation_id", flat=True).first()
-    )
-    if conversation_id is None:
-        return None
-    conversation = lock(conversation_id)
-    pair = ToolPair.objects.select_for_update().get(pk=pair_id)
-    return pair, conversation
-
-
 def _held(
     pair_id: int, user: Any, what: str, conversation_id: int | None
 ) -> tuple[ToolPair, Conversation]:
     """The locked held pair ``user`` may decide on; refuses and logs everyone else."""
-    locked = _lock_pair(pair_id)
+    locked = pairing.lock_pair(pair_id)
     if locked is None:
         _refuse(pair_id, user, what)
     pair, conversation = locked
@@ -145,7 +133,7 @@ def retry(pair_id: int, by_user: Any) -> ToolPair:
     if not is_staff(by_user):
         _refuse(pair_id, by_user, "retry")
     with transaction.atomic():
-        locked = _lock_pair(pair_id)
+        locked = pairing.lock_pair(pair_id)
         if locked is None or not can_retry(locked[0]):
             raise UserInputError(
                 "Only a call that ran and failed, and whose result has not been handed to the "

@@ -18,7 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from chat import engine, events
-from chat.models import Message, ToolPair
+from chat.models import Conversation, Message, ToolPair
 from chat.services import policy
 from chat.services.conversations import bump_rev, lock
 from chat.services.messages import append
@@ -168,13 +168,26 @@ def enqueue_run(pair_id: int) -> None:
     run_tool_pair.enqueue(pair_id)
 
 
+def lock_pair(pair_id: int) -> tuple[ToolPair, Conversation] | None:
+    """Lock the pair's conversation, then the pair (the order every writer uses, so two
+    transactions never wait on each other); None if the pair is gone."""
+    conversation_id = (
+        ToolPair.objects.filter(pk=pair_id).values_list("conversation_id", flat=True).first()
+    )
+    if conversation_id is None:
+        return None
+    conversation = lock(conversation_id)
+    pair = ToolPair.objects.select_for_update().get(pk=pair_id)
+    return pair, conversation
+
+
 def mark_running(pair_id: int, runner: str) -> ToolPair | None:
     """Claim a queued pair for running; None if it is no longer queued."""
     with transaction.atomic():
-        pair = ToolPair.objects.select_for_update().filter(pk=pair_id).first()
-        if pair is None or pair.status != ToolPair.Status.QUEUED:
+        locked = lock_pair(pair_id)
+        if locked is None or locked[0].status != ToolPair.Status.QUEUED:
             return None
-        conversation = lock(pair.conversation_id)
+        pair, conversation = locked
         now = timezone.now()
         pair.status = ToolPair.Status.RUNNING
         pair.attempts += 1
@@ -217,15 +230,15 @@ def finish(
 ) -> ToolPair | None:
     """Give an open pair its result. A pair already finished keeps its first result."""
     with transaction.atomic():
-        pair = ToolPair.objects.select_for_update().filter(pk=pair_id).first()
-        if pair is None:
+        locked = lock_pair(pair_id)
+        if locked is None:
             return None
+        pair, conversation = locked
         if pair.status not in allowed_from:
             # A late result after a timeout or cancel: record it, never flush it again.
             _event(pair, "late result ignored", status=status)
             pair.save(update_fields=["timeline"])
             return None
-        conversation = lock(pair.conversation_id)
         pair.status = status
         pair.result_content = content
         pair.is_error = is_error
@@ -277,7 +290,7 @@ def expire_overdue(now: dt.datetime | None = None) -> list[int]:
         "pk", "tool_name", "deadline_at", "requested_at", "status"
     )
     for pk, name, deadline, requested, status in list(overdue):
-        waited = int((deadline - requested).total_seconds()) if deadline else 0
+        waited = round((deadline - requested).total_seconds()) if deadline else 0
         content = f"The tool {name} timed out after {waited} s and was stopped."
         if status == ToolPair.Status.AWAITING_APPROVAL:
             content = f"The call to {name} waited {waited} s for approval and never ran."

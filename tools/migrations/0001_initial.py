@@ -5,31 +5,100 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('auth', '0012_alter_user_first_name_max_length'),
+        ("auth", "0012_alter_user_first_name_max_length"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ToolPolicy',
+            name="ToolPolicy",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tool_name', models.CharField(editable=False, help_text="The tool's registered name.", max_length=128, unique=True)),
-                ('enabled', models.BooleanField(default=True, help_text='Off: the tool is never offered to the model, and a call to it is refused with an error result the model can read.')),
-                ('approval', models.CharField(choices=[('auto', 'runs automatically'), ('owner', 'the conversation owner approves in the chat'), ('staff', 'staff approve in admin')], default='auto', help_text='Whether each call runs at once, waits for the conversation owner to approve it from the tool card, or waits for staff to approve it here in admin. The conversation goes on while a call waits.', max_length=8, verbose_name='approval mode')),
-                ('timeout_s', models.PositiveIntegerField(blank=True, help_text="How long a call may run before it is stopped. Empty: the tool's own default (or TANDEM_TOOL_TIMEOUT_S).", null=True, validators=[django.core.validators.MinValueValidator(1)], verbose_name='timeout (seconds)')),
-                ('approval_counts_toward_timeout', models.BooleanField(default=False, help_text='On: the time a call waits for approval is part of its timeout. Off: a waiting call times out after TANDEM_APPROVAL_TIMEOUT_S (24 hours by default), and its run timeout starts when it is approved.')),
-                ('may_start_chain', models.BooleanField(default=True, help_text="Whether the model may call another tool in the reply that reads this tool's result. Off: any tool call right after this tool's result is refused.")),
-                ('allowed_groups', models.ManyToManyField(blank=True, help_text='Only owners of conversations in one of these groups may use the tool. Empty: everyone may.', related_name='tool_policies', to='auth.group')),
-                ('chain_targets', models.ManyToManyField(blank=True, help_text="The tools the model may call right after this tool's result (when it may start a chain). Empty: any tool.", related_name='chain_sources', to='tools.toolpolicy', verbose_name='may lead to')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "tool_name",
+                    models.CharField(
+                        editable=False,
+                        help_text="The tool's registered name.",
+                        max_length=128,
+                        unique=True,
+                    ),
+                ),
+                (
+                    "enabled",
+                    models.BooleanField(
+                        default=True,
+                        help_text="Off: the tool is never offered to the model, and a call to it is refused with an error result the model can read.",
+                    ),
+                ),
+                (
+                    "approval",
+                    models.CharField(
+                        choices=[
+                            ("auto", "runs automatically"),
+                            ("owner", "the conversation owner approves in the chat"),
+                            ("staff", "staff approve in admin"),
+                        ],
+                        default="auto",
+                        help_text="Whether each call runs at once, waits for the conversation owner to approve it from the tool card, or waits for staff to approve it here in admin. The conversation goes on while a call waits.",
+                        max_length=8,
+                        verbose_name="approval mode",
+                    ),
+                ),
+                (
+                    "timeout_s",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="How long a call may run before it is stopped. Empty: the tool's own default (or TANDEM_TOOL_TIMEOUT_S).",
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                        verbose_name="timeout (seconds)",
+                    ),
+                ),
+                (
+                    "approval_counts_toward_timeout",
+                    models.BooleanField(
+                        default=False,
+                        help_text="On: the time a call waits for approval is part of its timeout. Off: a waiting call times out after TANDEM_APPROVAL_TIMEOUT_S (24 hours by default), and its run timeout starts when it is approved.",
+                    ),
+                ),
+                (
+                    "may_start_chain",
+                    models.BooleanField(
+                        default=True,
+                        help_text="Whether the model may call another tool in the reply that reads this tool's result. Off: any tool call right after this tool's result is refused.",
+                    ),
+                ),
+                (
+                    "allowed_groups",
+                    models.ManyToManyField(
+                        blank=True,
+                        help_text="Only owners of conversations in one of these groups may use the tool. Empty: everyone may.",
+                        related_name="tool_policies",
+                        to="auth.group",
+                    ),
+                ),
+                (
+                    "chain_targets",
+                    models.ManyToManyField(
+                        blank=True,
+                        help_text="The tools the model may call right after this tool's result (when it may start a chain). Empty: any tool.",
+                        related_name="chain_sources",
+                        to="tools.toolpolicy",
+                        verbose_name="may lead to",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'tool policy',
-                'verbose_name_plural': 'tool policies',
-                'ordering': ['tool_name'],
+                "verbose_name": "tool policy",
+                "verbose_name_plural": "tool policies",
+                "ordering": ["tool_name"],
             },
         ),
     ]

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import logging
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async as db
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from chat import access, events, frames, ratelimit, thread_state
+from chat import access, events, frames, frames_in, ratelimit, thread_state
 from chat.live import TabState
+from chat.models import Conversation
 from chat.services import approvals, messages, pairing
 from chat.services.errors import NotAllowed, UserInputError
 
@@ -19,7 +22,7 @@ logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4403
 CLOSE_NOT_FOUND = 4404
-MAX_FRAME_BYTES = 256 * 1024
+TOO_FAST = "You are sending messages too fast; wait a moment."
 
 
 class ConversationConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
@@ -36,6 +39,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self.close(code=CLOSE_NOT_FOUND)
             return
         self.tab = TabState()
+        self.budget = frames_in.FrameBudget()
         self.group = events.conversation_group(self.conversation_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -47,79 +51,75 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     # --- from the browser ----------------------------------------------------------------
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        if text_data is None or len(text_data) > MAX_FRAME_BYTES:
-            await self.send_error("That frame was not understood (text JSON only, 256 KB at most).")
+        """Each frame is parsed by chat.frames_in; a refused one gets an error frame, no more."""
+        if not self.budget.take(time.monotonic()):
+            await self.send_error(frames_in.TOO_MANY_FRAMES)
             return
-        try:
-            content = json.loads(text_data)
-        except ValueError:
-            await self.send_error("That frame was not valid JSON.")
+        limit = settings.TANDEM_MAX_MESSAGE_CHARS
+        action = frames_in.parse(
+            frames_in.decode(text_data, bytes_data, max_chars=limit),
+            conversation_id=self.conversation_id,
+            max_chars=limit,
+        )
+        if isinstance(action, frames_in.FrameError):
+            await self.send_error(action.text)
             return
-        if not isinstance(content, dict):
-            await self.send_error("A frame must be a JSON object.")
-            return
-        await self.receive_json(content)
-
-    async def receive_json(self, content: dict[str, Any], **kwargs: Any) -> None:
-        handler = self.actions.get(str(content.get("type")))
+        handler = self.actions.get(action.type)
         if handler is None:
-            await self.send_error("Unknown action.")
+            await self.send_error(frames_in.UNKNOWN_ACTION)
             return
         try:
-            await handler(self, content)
+            await handler(self, action)
         except UserInputError as exc:
             await self.send_error(str(exc))
+        except Conversation.DoesNotExist:  # the conversation was deleted while this socket was open
+            await self.close(code=CLOSE_NOT_FOUND)
 
-    async def do_sync(self, content: dict[str, Any]) -> None:
-        self.tab.seq = _int(content.get("seq"))
-        self.tab.rev = _int(content.get("rev"))
+    async def do_sync(self, action: frames_in.Sync) -> None:
+        self.tab.seq = action.seq
+        self.tab.rev = action.rev
         self.tab.streams.clear()
         await self.push_changes()
 
-    async def do_send(self, content: dict[str, Any]) -> None:
-        if not ratelimit.allow(
-            self.scope["user"].pk, per_minute=settings.TANDEM_RATE_LIMIT_PER_MINUTE
-        ):
-            raise UserInputError("You are sending messages too fast; wait a moment.")
-        await db(messages.post_user_message)(self.conversation_id, content.get("text"))
+    async def do_send(self, action: frames_in.Send) -> None:
+        await self.check_rate()
+        await db(messages.post_user_message)(self.conversation_id, action.text)
         await self.send(text_data=frames.error(""))
 
-    async def do_stop(self, content: dict[str, Any]) -> None:
-        if not await db(messages.request_stop)(self.conversation_id, _int(content.get("message"))):
+    async def do_stop(self, action: frames_in.Stop) -> None:
+        if not await db(messages.request_stop)(self.conversation_id, action.message):
             raise UserInputError("That reply is not streaming any more.")
 
-    async def do_retry(self, content: dict[str, Any]) -> None:
-        if not await db(messages.retry_reply)(self.conversation_id, _int(content.get("message"))):
+    async def do_retry(self, action: frames_in.Retry) -> None:
+        await self.check_rate()  # a retry asks the model again, like a message
+        if not await db(messages.retry_reply)(self.conversation_id, action.message):
             raise UserInputError("That reply cannot be retried.")
 
-    async def do_cancel(self, content: dict[str, Any]) -> None:
-        pair = await db(access.owned_pair)(
-            self.scope["user"], self.conversation_id, _int(content.get("pair"))
-        )
+    async def do_cancel(self, action: frames_in.Cancel) -> None:
+        pair = await db(access.owned_pair)(self.scope["user"], self.conversation_id, action.pair)
         if pair is None or await db(pairing.cancel)(pair.pk, by="the user") is None:
             raise UserInputError("That tool call is not running any more.")
 
-    async def do_approve(self, content: dict[str, Any]) -> None:
+    async def do_approve(self, action: frames_in.Approve) -> None:
         try:
             await db(approvals.approve)(
-                _int(content.get("pair")), self.scope["user"], conversation_id=self.conversation_id
+                action.pair, self.scope["user"], conversation_id=self.conversation_id
             )
         except NotAllowed as exc:
             raise UserInputError(str(exc)) from None
 
-    async def do_deny(self, content: dict[str, Any]) -> None:
-        note = content.get("note")
+    async def do_deny(self, action: frames_in.Deny) -> None:
         try:
             await db(approvals.deny)(
-                _int(content.get("pair")),
+                action.pair,
                 self.scope["user"],
-                note if isinstance(note, str) else "",
+                action.note,
                 conversation_id=self.conversation_id,
             )
         except NotAllowed as exc:
             raise UserInputError(str(exc)) from None
 
-    actions = {
+    actions: dict[str, Callable[..., Awaitable[None]]] = {
         "sync": do_sync,
         "send": do_send,
         "stop": do_stop,
@@ -131,6 +131,11 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def send_error(self, text: str) -> None:
         await self.send(text_data=frames.error(text))
+
+    async def check_rate(self) -> None:
+        per_minute = settings.TANDEM_RATE_LIMIT_PER_MINUTE
+        if not await sync_to_async(ratelimit.allow)(self.scope["user"].pk, per_minute=per_minute):
+            raise UserInputError(TOO_FAST)
 
     # --- from the channel layer ------------------------------------------------------------
 
@@ -194,6 +199,7 @@ class ConversationListConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc
             return
         self.group = events.user_group(user.pk)
         self.current = _int(self.scope["url_route"]["kwargs"].get("current", 0)) or None
+        self.budget = frames_in.FrameBudget()
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
 
@@ -202,7 +208,8 @@ class ConversationListConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        await self.push()  # any frame (the page's sync) asks for the current list
+        if self.budget.take(time.monotonic()):
+            await self.push()  # any frame (the page's sync) asks for the current list
 
     async def convlist_changed(self, event: dict[str, Any]) -> None:
         await self.push()

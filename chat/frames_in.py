@@ -80,6 +80,7 @@ class Approve:
 class Deny:
     type: ClassVar[str] = "deny"
     pair: int
+    note: str = ""
 
 
 Action = Sync | Send | Stop | Retry | Cancel | Approve | Deny
@@ -144,20 +145,24 @@ def _same_id(value: object, conversation_id: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value == conversation_id
 
 
-def _text(value: object, *, max_chars: int) -> str:
-    """What a user wrote, if it can be sent: text, not blank, not too long, storable."""
+def _text(value: object, *, name: str, max_chars: int, blank: bool = False) -> str:
+    """What a person wrote, if it can be kept: text, not too long, storable, maybe not blank."""
     if not isinstance(value, str):
-        raise _Refused('"text" must be a string.')
+        raise _Refused(f'"{name}" must be a string.')
     if len(value) > max_chars:
-        raise _Refused(f"That message is too long ({len(value)} characters; limit {max_chars}).")
-    if not value.strip():
+        label = "message" if name == "text" else name
+        raise _Refused(f"That {label} is too long ({len(value)} characters; limit {max_chars}).")
+    if not blank and not value.strip():
         raise _Refused(EMPTY_MESSAGE)
-    if "\x00" in value or not _encodable(value):
+    if not _storable(value):
         raise _Refused(BAD_CHARACTERS)
     return value
 
 
-def _encodable(text: str) -> bool:
+def _storable(text: str) -> bool:
+    """PostgreSQL refuses NUL in text and JSON; lone surrogates cannot be encoded at all."""
+    if "\x00" in text:
+        return False
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -173,7 +178,8 @@ def _sync(content: dict[str, object], max_chars: int) -> Sync:
 
 
 def _send(content: dict[str, object], max_chars: int) -> Send:
-    return Send(text=_text(_required(content, "send", "text"), max_chars=max_chars))
+    text = _required(content, "send", "text")
+    return Send(text=_text(text, name="text", max_chars=max_chars))
 
 
 def _stop(content: dict[str, object], max_chars: int) -> Stop:
@@ -193,7 +199,8 @@ def _approve(content: dict[str, object], max_chars: int) -> Approve:
 
 
 def _deny(content: dict[str, object], max_chars: int) -> Deny:
-    return Deny(pair=_whole(content, "deny", "pair", minimum=1))
+    note = _text(content.get("note", ""), name="note", max_chars=max_chars, blank=True)
+    return Deny(pair=_whole(content, "deny", "pair", minimum=1), note=note)
 
 
 _PARSERS: dict[str, Callable[[dict[str, object], int], Action]] = {

@@ -187,6 +187,8 @@ TANDEM_SNAPSHOT_INTERVAL_S = env.float("TANDEM_SNAPSHOT_INTERVAL_S", default=1.0
 TANDEM_LEASE_SECONDS = env.float("TANDEM_LEASE_SECONDS", default=30.0)
 TANDEM_SWEEP_INTERVAL_S = env.float("TANDEM_SWEEP_INTERVAL_S", default=2.0)
 TANDEM_TOOL_TIMEOUT_S = env.float("TANDEM_TOOL_TIMEOUT_S", default=300.0)
+# Modules imported at start-up after the built-in tools, to register more tools.
+TANDEM_EXTRA_TOOL_MODULES = env.list("TANDEM_EXTRA_TOOL_MODULES", default=[])
 TANDEM_APPROVAL_TIMEOUT_S = env.float("TANDEM_APPROVAL_TIMEOUT_S", default=24 * 3600.0)
 TANDEM_MAX_TOOL_ROUNDS = env.int("TANDEM_MAX_TOOL_ROUNDS", default=10)
 TANDEM_MAX_INVALID_TOOL_CALLS = env.int("TANDEM_MAX_INVALID_TOOL_CALLS", default=3)

@@ -36,8 +36,13 @@ def create_conversation(owner: Any, *, title: str = "", system_prompt: str = "")
     return conversation
 
 
+def _clean(text: str) -> str:
+    """Text from a form: NUL is not storable everywhere (PostgreSQL), so it never gets in."""
+    return text.replace("\x00", "").strip()
+
+
 def rename_conversation(conversation_id: int, title: str) -> Conversation:
-    title = title.strip()
+    title = _clean(title)
     if not title:
         raise UserInputError("A title cannot be empty.")
     with transaction.atomic():
@@ -68,13 +73,14 @@ THINKING_BUDGET = 2048
 
 
 def update_settings(conversation_id: int, *, system_prompt: str, thinking: bool) -> Conversation:
+    system_prompt = _clean(system_prompt)
     if len(system_prompt) > 10_000:
         raise UserInputError("The system prompt is too long (10,000 characters at most).")
     with transaction.atomic():
         conversation = lock(conversation_id)
         bump_rev(
             conversation,
-            system_prompt=system_prompt.strip(),
+            system_prompt=system_prompt,
             thinking_budget=THINKING_BUDGET if thinking else None,
         )
         events.ring(conversation.pk, conversation.owner_id)

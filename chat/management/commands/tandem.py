@@ -8,7 +8,7 @@ from daphne.cli import CommandLineInterface
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 DEMO_USERS = [
     ("alice", "alice-tandem-demo", False),
@@ -26,6 +26,8 @@ class Command(BaseCommand):
         parser.add_argument("--no-demo", action="store_true", help="Never create demo accounts.")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if not settings.SECRET_KEY:
+            raise CommandError("Set SECRET_KEY (or DEBUG=true for a local development run).")
         (settings.BASE_DIR / "var").mkdir(exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
         if settings.TANDEM_DEMO_USERS and not options["no_demo"]:

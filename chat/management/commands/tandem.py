@@ -7,6 +7,7 @@ from typing import Any
 from daphne.cli import CommandLineInterface
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -18,7 +19,7 @@ DEMO_USERS = [
 
 
 class Command(BaseCommand):
-    help = "Run Tandem: apply migrations, create demo accounts if none exist, serve HTTP and WebSockets."
+    help = "Run Tandem: migrate, create demo accounts if none exist, serve HTTP and WebSockets."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=settings.HOST)
@@ -26,7 +27,11 @@ class Command(BaseCommand):
         parser.add_argument("--no-demo", action="store_true", help="Never create demo accounts.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if not settings.SECRET_KEY:
+        try:
+            has_key = bool(settings.SECRET_KEY)
+        except ImproperlyConfigured:
+            has_key = False
+        if not has_key:
             raise CommandError("Set SECRET_KEY (or DEBUG=true for a local development run).")
         (settings.BASE_DIR / "var").mkdir(exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)

@@ -3,6 +3,9 @@
 One runner per conversation at a time (the lease makes that true across processes). It keeps
 going while there is something to answer, so a user message that arrives mid-stream and a
 tool result that arrives at any moment are both answered by the next turn.
+
+A failure before the first stream event is retried here (policy in ``chat.retry``), with the
+wait shown on the reply; any later failure keeps what was streamed and ends the reply in error.
 """
 
 from __future__ import annotations
@@ -75,11 +78,10 @@ class _Reply:
     """One streaming reply: where it goes, and what it has produced so far."""
 
     def __init__(
-        self, conversation_id: int, message_id: int, owner: str, broadcaster: ReplyBroadcaster
+        self, conversation_id: int, message_id: int, broadcaster: ReplyBroadcaster
     ) -> None:
         self.conversation_id = conversation_id
         self.message_id = message_id
-        self.owner = owner
         self.broadcaster = broadcaster
         self.attempts = 0
         self.started = False  # an event arrived: from now on a failure is not retried
@@ -87,24 +89,26 @@ class _Reply:
         self.open_tools: dict[int, tuple[str, str]] = {}
         self.snapshot: Any = None
 
-    def content(self) -> list[dict[str, Any]]:
+    def content(self, *, final: bool = True) -> list[dict[str, Any]]:
         """Finished tool calls plus the text and thinking streamed so far, in block order.
 
-        A thinking block counts once it is signed: an unsigned one (cut off mid-thought)
-        would make the next request invalid.
+        In the final content a thinking block counts only once it is signed: one cut off
+        mid-thought would make every later request invalid. Snapshots keep it for display
+        (``chat.services.recovery`` drops it if the process dies before the end).
         """
         merged = dict(self.blocks)
         if self.snapshot is not None:
             for index, block in enumerate(self.snapshot.content):
                 if index in merged or block.type not in ("text", "thinking", "redacted_thinking"):
                     continue
-                if block.type == "thinking" and not block.signature:
+                if final and block.type == "thinking" and not block.signature:
                     continue
                 merged[index] = _dump(block)
         return [merged[i] for i in sorted(merged)]
 
     def text(self) -> str:
-        return "".join(b.get("text", "") for b in self.content() if b.get("type") == "text")
+        blocks = self.content(final=False)
+        return "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
 
 
 async def stream_reply(
@@ -115,7 +119,7 @@ async def stream_reply(
         conversation_id, message_id, settings.TANDEM_STREAM_COALESCE_MS / 1000
     )
     await broadcaster.start()
-    reply = _Reply(conversation_id, message_id, owner, broadcaster)
+    reply = _Reply(conversation_id, message_id, broadcaster)
     outcome: dict[str, Any] = {"status": Message.Status.ERROR}
     try:
         final = await _stream_with_retries(reply, request)
@@ -157,14 +161,20 @@ async def _stream_with_retries(reply: _Reply, request: dict[str, Any]) -> Any:
                 raise
             logger.warning(
                 "model API failed for conversation %s (%r); retry %s of %s in %.1f s",
-                reply.conversation_id, exc, retries_done + 1, max_retries, delay,
+                reply.conversation_id,
+                exc,
+                retries_done + 1,
+                max_retries,
+                delay,
             )
             text = retrying_text(exc, attempt=reply.attempts + 1, total=max_retries + 1)
             await db(retry_notes.set_note)(reply.message_id, text)
             await asyncio.sleep(delay)
 
 
-async def _stream_once(client: anthropic.AsyncAnthropic, reply: _Reply, request: dict[str, Any]) -> Any:
+async def _stream_once(
+    client: anthropic.AsyncAnthropic, reply: _Reply, request: dict[str, Any]
+) -> Any:
     conversation_id, message_id = reply.conversation_id, reply.message_id
     broadcaster = reply.broadcaster
     live = engine.live_reply(message_id)
@@ -208,9 +218,9 @@ async def _stream_once(client: anthropic.AsyncAnthropic, reply: _Reply, request:
 
 async def _checkpoint(reply: _Reply) -> bool:
     """The once-a-second write: snapshot, and whether stop was asked."""
-    stop = await db(messages.save_reply_snapshot)(reply.message_id, reply.content())
+    stop = await db(messages.save_reply_snapshot)(reply.message_id, reply.content(final=False))
     await reply.broadcaster.snapshot(reply.text())
-    return stop
+    return bool(stop)
 
 
 def _final_outcome(final: Any, reply: _Reply) -> dict[str, Any]:

@@ -8,6 +8,8 @@ import anthropic
 
 from chat.models import Message
 
+TRUNCATED = "The reply was cut off: the stream ended before the model finished. Retry to continue."
+
 
 def describe_error(exc: BaseException, *, attempts: int = 1) -> dict[str, Any]:
     """The outcome of a reply that failed: status error, and a text a person can act on.
@@ -45,9 +47,6 @@ def describe_error(exc: BaseException, *, attempts: int = 1) -> dict[str, Any]:
 def retrying_text(exc: BaseException, *, attempt: int, total: int) -> str:
     """Shown on a reply while Tandem waits to ask again."""
     return f"Retrying… (attempt {attempt} of {total}): {_reason(exc)}."
-
-
-TRUNCATED = "The reply was cut off: the stream ended before the model finished. Retry to continue."
 
 
 def _reason(exc: BaseException) -> str:

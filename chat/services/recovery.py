@@ -1,6 +1,8 @@
 """Finding work that nobody is doing: overdue tools, orphaned replies and pairs, lost wakeups.
 
-Run by the sweeper every few seconds, and so also right after a server starts.
+Run by the sweeper every few seconds; ``restart_recovery`` runs in its first sweep, when a
+server's engine starts, and takes over the work of dead processes on the same host at once
+instead of waiting for their leases and heartbeats to expire.
 """
 
 from __future__ import annotations
@@ -8,12 +10,13 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+from typing import Any
 
 from django.db import transaction
 from django.db.models import F, Max, Q
 from django.utils import timezone
 
-from chat import events
+from chat import engine, events
 from chat.models import Conversation, Message, ToolPair
 from chat.services import pairing
 from chat.services.conversations import bump_rev, lock
@@ -24,6 +27,7 @@ logger = logging.getLogger(__name__)
 # A running tool writes a heartbeat with its progress at least this often (see chat.tasks).
 HEARTBEAT_STALE_S = 30.0
 QUEUED_STALE_S = 10.0
+MAX_RUNS = 3  # a call safe to repeat is re-run after a restart until it has started this often
 
 
 def _lease_free(now: dt.datetime) -> Q:
@@ -38,12 +42,15 @@ def orphaned_replies(now: dt.datetime | None = None) -> list[int]:
         Q(conversation__lease_owner="") | Q(conversation__lease_expires_at__lt=now)
     )
     for message_id, conversation_id in list(stale.values_list("pk", "conversation_id")):
+        if engine.live_reply(message_id) is not None:
+            continue  # still streaming here; only its lease renewal is late
         with transaction.atomic():
             conversation = lock(conversation_id)
             message = Message.objects.select_for_update().get(pk=message_id)
             if message.status != Message.Status.STREAMING:
                 continue
             message.status = Message.Status.INTERRUPTED
+            message.content = unsigned_thinking_dropped(message.content)
             message.stop_reason = "server restart"
             message.error = "The server restarted while this reply was being written."
             message.rev = bump_rev(conversation)
@@ -51,6 +58,11 @@ def orphaned_replies(now: dt.datetime | None = None) -> list[int]:
             events.ring(conversation_id, conversation.owner_id)
         touched.append(conversation_id)
     return touched
+
+
+def unsigned_thinking_dropped(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A snapshot's blocks without thinking cut off before its signature (invalid to send)."""
+    return [b for b in content if b.get("type") != "thinking" or b.get("signature")]
 
 
 def orphaned_pairs(
@@ -67,31 +79,57 @@ def orphaned_pairs(
         stale = stale.filter(pk__in=only)
     for pair in list(stale):
         spec = registry.get(pair.tool_name)
-        if spec is not None and spec.safe_to_repeat:
-            requeued = ToolPair.objects.filter(pk=pair.pk, status=ToolPair.Status.RUNNING).update(
-                status=ToolPair.Status.QUEUED, runner=""
-            )
-            if requeued:
-                transaction.on_commit(lambda pk=pair.pk: pairing.enqueue_run(pk))  # type: ignore[misc]
+        if spec is not None and spec.safe_to_repeat and pair.attempts < MAX_RUNS:
+            if not _requeue(pair.pk):
+                continue
         else:
-            pairing.finish(
+            again = (
+                f" It already ran {pair.attempts} times, so it was not run again."
+                if spec is not None and spec.safe_to_repeat
+                else " It is not safe to run twice, so it was not re-run."
+            )
+            done = pairing.finish(
                 pair.pk,
                 status=ToolPair.Status.FAILED,
                 content=f"The tool {pair.tool_name} was interrupted by a server restart "
-                "and is not safe to run twice, so it was not re-run.",
+                f"(the process running it stopped).{again}",
                 is_error=True,
                 event="interrupted by a server restart",
+                allowed_from=(ToolPair.Status.RUNNING,),
             )
+            if done is None:
+                continue
         touched.append(pair.conversation_id)
     return touched
+
+
+def _requeue(pair_id: int) -> bool:
+    """Put a pair whose process died back in the queue, visibly; False if it moved on."""
+    with transaction.atomic():
+        locked = pairing.lock_pair(pair_id)
+        if locked is None or locked[0].status != ToolPair.Status.RUNNING:
+            return False
+        pair, conversation = locked
+        pair.status = ToolPair.Status.QUEUED
+        pair.runner = ""
+        pair.timeline = [
+            *pair.timeline,
+            {"at": timezone.now().isoformat(), "event": "re-run after a server restart"},
+        ]
+        pair.rev = bump_rev(conversation)
+        pair.save(update_fields=["status", "runner", "timeline", "rev"])
+        events.ring(pair.conversation_id, conversation.owner_id)
+        transaction.on_commit(lambda: pairing.enqueue_run(pair_id))
+    return True
 
 
 def stale_queued(now: dt.datetime | None = None) -> list[int]:
     """Queued pairs whose task was lost (the process died before running it): enqueue again."""
     now = now or timezone.now()
+    cutoff = now - dt.timedelta(seconds=QUEUED_STALE_S)
     stale = ToolPair.objects.filter(
+        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, requested_at__lt=cutoff),
         status=ToolPair.Status.QUEUED,
-        requested_at__lt=now - dt.timedelta(seconds=QUEUED_STALE_S),
     ).values_list("pk", flat=True)
     ids = list(stale)
     for pk in ids:
@@ -117,8 +155,29 @@ def _runner_is_dead(runner: str, me: str) -> bool:
     return False
 
 
+def release_dead_leases(me: str) -> list[int]:
+    """Turn leases held by dead processes on this host: free them now, not when they expire."""
+    held = Conversation.objects.exclude(lease_owner="").values_list("pk", "lease_owner")
+    freed = []
+    for conversation_id, holder in list(held):
+        if holder != me and _runner_is_dead(holder, me):
+            released = Conversation.objects.filter(pk=conversation_id, lease_owner=holder).update(
+                lease_owner="", lease_expires_at=None
+            )
+            if released:
+                logger.info("released the turn lease of dead process %s", holder)
+                freed.append(conversation_id)
+    return freed
+
+
 def restart_recovery(running_here: set[str], me: str) -> list[int]:
-    """On start-up: pairs run by dead processes on this host need not wait for the heartbeat."""
+    """On start-up: work of dead processes on this host need not wait for timeouts.
+
+    Their turn leases are released (so their half-written replies are marked interrupted by
+    the next ``orphaned_replies``), their running tool calls are re-run or answered, and
+    queued calls, whose in-process task died with them, are enqueued again.
+    """
+    touched = release_dead_leases(me)
     dead = [
         pk
         for pk, runner in ToolPair.objects.filter(status=ToolPair.Status.RUNNING).values_list(
@@ -126,10 +185,12 @@ def restart_recovery(running_here: set[str], me: str) -> list[int]:
         )
         if _runner_is_dead(runner, me)
     ]
-    if not dead:
-        return []
-    later = timezone.now() + dt.timedelta(seconds=HEARTBEAT_STALE_S + 1)
-    return orphaned_pairs(running_here, now=later, only=dead)
+    if dead:
+        later = timezone.now() + dt.timedelta(seconds=HEARTBEAT_STALE_S + 1)
+        touched += orphaned_pairs(running_here, now=later, only=dead)
+    for pk in ToolPair.objects.filter(status=ToolPair.Status.QUEUED).values_list("pk", flat=True):
+        pairing.enqueue_run(pk)
+    return touched
 
 
 def conversations_needing_a_turn(now: dt.datetime | None = None) -> list[int]:

@@ -20,9 +20,9 @@ def set_note(message_id: int, text: str) -> bool:
         if message is None:
             return False
         conversation = lock(message.conversation_id)
-        updated = Message.objects.filter(
-            pk=message_id, status=Message.Status.STREAMING
-        ).update(error=text, rev=conversation.rev + 1)
+        updated = Message.objects.filter(pk=message_id, status=Message.Status.STREAMING).update(
+            error=text, rev=conversation.rev + 1
+        )
         if not updated:
             return False
         bump_rev(conversation)

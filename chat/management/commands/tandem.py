@@ -41,6 +41,13 @@ class Command(BaseCommand):
         mode = "the real API" if settings.ANTHROPIC_API_KEY else "the built-in simulator"
         self.stdout.write(f"Tandem on {mode}: open http://{host}:{port}/", ending="\n")
         self.stdout.flush()
+        # Start the engine (and its start-up recovery) with the server, not on the first request:
+        # a restarted server that nobody opens must still re-run or answer its tools.
+        from daphne.server import twisted_loop
+
+        from chat import engine
+
+        twisted_loop.call_soon(engine.bind, twisted_loop)
         CommandLineInterface().run(["-b", host, "-p", str(port), "project.asgi:application"])
 
     def _demo_users(self) -> None:

@@ -63,6 +63,9 @@ def bind(loop: asyncio.AbstractEventLoop) -> None:
         _replies.clear()
         _live.clear()
         _tools.clear()
+    # Import the runner (and with it the SDK, about a second) now, not on the first message,
+    # where it would stall the loop and every socket on it.
+    import chat.runner  # noqa: F401
     from tools import task_backend
 
     task_backend.bind_loop(loop)

@@ -2,6 +2,6 @@
 
 from project.settings import *  # noqa: F403
 
-SECRET_KEY = "tests-only-secret-key-not-for-production"  # noqa: S105
+SECRET_KEY = "tests-only-secret-key-not-for-production"
 SIMULATOR_TOKENS_PER_SECOND = 2000.0
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

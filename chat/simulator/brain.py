@@ -20,6 +20,7 @@ import hashlib
 import json
 import random
 import re
+import secrets
 import string
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -91,6 +92,8 @@ def decide(body: dict[str, Any], *, seed: int = 0) -> Reply:
     notes = [text for text in texts if "still running" in text.lower()]
     said = "\n".join(text for text in texts if text not in notes)
     user_text = strip_markers(said).strip()
+    if results and not user_text:
+        user_text = _buried_prompt(turns, body)
 
     calls: tuple[ToolCall, ...] = ()
     exact = _EXACTLY.search(said)
@@ -117,6 +120,27 @@ def decide(body: dict[str, Any], *, seed: int = 0) -> Reply:
     for call in calls:
         blocks.append(_tool_use(call, rng))
     return _limit(blocks, body)
+
+
+def _buried_prompt(turns: list[Turn], body: dict[str, Any]) -> str:
+    """User words stored just before a flushed tool pair (Tandem appends finished pairs at the
+    end of the thread): the pair's assistant turn holds only tool_use blocks, and those words
+    asked for other tools, so nothing has answered them yet."""
+    if len(turns) < 3 or turns[-3].role != "user":
+        return ""
+    if any(b.get("type") != "tool_use" for b in turns[-2].blocks):
+        return ""
+    texts = [
+        str(b["text"])
+        for b in turns[-3].blocks
+        if b.get("type") == "text" and "still running" not in str(b["text"]).lower()
+    ]
+    words = strip_markers("\n".join(texts)).strip()
+    asked = plan_tool_calls(words, body.get("tools") or [], {}).calls
+    called = sorted(str(b.get("name")) for b in turns[-2].blocks)
+    if not asked or sorted(call.name for call in asked) == called:
+        return ""  # most likely the usual round trip: these words led to these calls
+    return words
 
 
 def _leading_results(blocks: list[RequestBlock]) -> list[RequestBlock]:
@@ -172,7 +196,9 @@ def _thinking(
 
 
 def _tool_use(call: ToolCall, rng: random.Random) -> Block:
-    tool_id = "toolu_01" + "".join(rng.choice(_ALPHABET) for _ in range(22))
+    # Unique like the real API's ids (the content stays deterministic): two conversations with
+    # identical requests must not get the same tool_use id.
+    tool_id = "toolu_01" + "".join(secrets.choice(_ALPHABET) for _ in range(22))
     pieces: list[str] = []
     text = call.input_json
     while text:

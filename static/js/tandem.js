@@ -1,56 +1,229 @@
-/* Tandem's page behaviour: resync on (re)connect, the connection indicator, the composer
-   keys, elapsed timers and scrolling. No inline handlers: CSP allows only nonce'd scripts. */
+/* Tandem's page behaviour: resync on (re)connect, the connection indicator and reconnect
+   backoff, the composer keys, keeping focus and open sections across live swaps, elapsed
+   timers and scrolling. No inline handlers: the CSP allows only nonce'd scripts. */
 (function () {
   "use strict";
+
+  var RECONNECT_CODES = [1006, 1011, 1012, 1013]; // the ws extension retries only these
+  var OFFLINE_TEXT = "Not connected: Tandem is reconnecting. Nothing was sent; try again in a moment.";
+  var GONE_TEXT = {
+    4403: "Signed out: reload the page to log in again",
+    4404: "This conversation no longer exists",
+  };
+
+  // Capped exponential backoff with jitter: 0.25-0.5 s, 0.5-1 s, ... at most 5-10 s, so a
+  // server that comes back is found within seconds (the default grows to a minute).
+  function backoff(retries) {
+    var ceiling = Math.min(10000, 500 * Math.pow(2, retries));
+    return ceiling / 2 + (Math.random() * ceiling) / 2;
+  }
+  if (window.htmx) htmx.config.wsReconnectDelay = backoff;
 
   function cursor() {
     var el = document.getElementById("sync-cursor");
     return el ? { seq: Number(el.dataset.seq || 0), rev: Number(el.dataset.rev || 0) } : null;
   }
 
-  function setConnection(state, text) {
+  function syncFrame() {
+    var c = cursor() || { seq: 0, rev: 0 };
+    return JSON.stringify({ type: "sync", seq: c.seq, rev: c.rev });
+  }
+
+  // --- connection state: one entry per socket on the page (the chat and the list) ---------
+
+  var sockets = new Map(); // ws-connect element -> { state, opened, wrapper, gone }
+
+  function entry(elt) {
+    var e = sockets.get(elt);
+    if (!e) {
+      e = { state: "connecting", opened: false, wrapper: null, gone: "", cleanCloses: 0 };
+      sockets.set(elt, e);
+    }
+    return e;
+  }
+
+  var RANK = { open: 0, connecting: 1, closed: 2, gone: 3 };
+
+  function render() {
     var el = document.getElementById("connection");
     if (!el) return;
-    el.dataset.state = state;
-    el.textContent = text;
+    var state = "open";
+    var text = "Connected";
+    sockets.forEach(function (e) {
+      var s = e.state === "gone" || e.state === "open" ? e.state : e.opened ? "closed" : "connecting";
+      if (RANK[s] > RANK[state]) {
+        state = s;
+        text = s === "gone" ? e.gone : s === "closed" ? "Reconnecting…" : "Connecting…";
+      }
+    });
+    if (el.dataset.state !== state || el.textContent !== text) {
+      el.dataset.state = state;
+      el.textContent = text;
+    }
   }
+
+  function isOpen(elt) {
+    var e = elt && sockets.get(elt);
+    return !!e && e.state === "open";
+  }
+
+  document.addEventListener("htmx:wsConnecting", function (evt) {
+    entry(evt.target).state = "connecting";
+    render();
+  });
+
+  document.addEventListener("htmx:wsOpen", function (evt) {
+    var e = entry(evt.target);
+    e.state = "open";
+    e.opened = true;
+    e.cleanCloses = 0;
+    e.wrapper = evt.detail.socketWrapper;
+    render();
+    var error = document.getElementById("composer-error");
+    if (error && error.textContent === OFFLINE_TEXT) error.textContent = "";
+    // Ask for exactly what this page lacks (the list socket answers with the whole list).
+    e.wrapper.send(syncFrame());
+  });
+
+  var leaving = false;
+  window.addEventListener("pagehide", function () {
+    leaving = true;
+  });
+
+  document.addEventListener("htmx:wsClose", function (evt) {
+    var e = entry(evt.target);
+    var code = evt.detail && evt.detail.event ? evt.detail.event.code : 1006;
+    var wrapper = evt.detail ? evt.detail.socketWrapper : null;
+    if (leaving) return;
+    if (RECONNECT_CODES.indexOf(code) >= 0) {
+      e.state = "closed"; // the ws extension retries these with our backoff
+    } else if ((code === 1000 || code === 1001) && wrapper) {
+      // A clean close by the server or a proxy (a restart, a connection time limit): the
+      // extension gives up on these, the page should not.
+      e.state = "closed";
+      setTimeout(function () {
+        if (!leaving) wrapper.reconnect();
+      }, backoff(e.cleanCloses++));
+    } else {
+      e.state = "gone";
+      e.gone = GONE_TEXT[code] || "Disconnected: reload the page";
+    }
+    render();
+  });
+
+  // A tab that wakes up or comes back online asks again: frames it missed while the
+  // machine slept are filled from the database. A dead socket fails and reconnects.
+  function resyncAll() {
+    sockets.forEach(function (e) {
+      if (e.state === "open" && e.wrapper) e.wrapper.send(syncFrame());
+    });
+  }
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible") resyncAll();
+  });
+  window.addEventListener("online", resyncAll);
+
+  // Nothing is queued behind a closed socket: the text stays in the box, said plainly.
+  document.addEventListener("htmx:wsConfigSend", function (evt) {
+    var socketElt = evt.target.closest("[ws-connect]");
+    if (isOpen(socketElt)) return;
+    evt.preventDefault();
+    if (evt.detail.triggeringEvent) evt.detail.triggeringEvent.preventDefault();
+    var error = document.getElementById("composer-error");
+    if (error) error.textContent = OFFLINE_TEXT;
+  });
+
+  // --- live swaps: keep the reader's place, focus and open sections ---------------------
+
+  var stick = true;
+  var focused = null;
+  var userOpen = {}; // details id -> open, for sections the reader toggled
 
   function nearBottom() {
     var doc = document.scrollingElement || document.documentElement;
     return doc.scrollHeight - doc.scrollTop - window.innerHeight < 160;
   }
 
-  var stick = true;
+  function focusables(root) {
+    return Array.prototype.slice.call(
+      root.querySelectorAll("button, summary, a[href], textarea, input:not([type=hidden])")
+    );
+  }
 
-  document.addEventListener("htmx:wsOpen", function (evt) {
-    setConnection("open", "Connected");
-    var c = cursor();
-    if (c) {
-      evt.detail.socketWrapper.send(JSON.stringify({ type: "sync", seq: c.seq, rev: c.rev }));
+  function focusKey() {
+    var el = document.activeElement;
+    if (!el || el === document.body) return null;
+    var host = el.parentElement ? el.parentElement.closest("[id]") : null;
+    if (!host) return null;
+    return { el: el, host: host.id, tag: el.tagName, cls: el.className, text: el.textContent };
+  }
+
+  function restoreFocus(key) {
+    if (!key || document.contains(key.el)) return;
+    var active = document.activeElement;
+    if (active && active !== document.body) return; // the reader has moved on
+    var host = document.getElementById(key.host);
+    var match = null;
+    if (host) {
+      focusables(host).forEach(function (el) {
+        if (!match && el.tagName === key.tag && el.className === key.cls && el.textContent === key.text) {
+          match = el;
+        }
+      });
+    }
+    // The control is gone (a Stop after the reply ended, a Cancel after the tool stopped):
+    // the next useful place is the composer (not on a touch tap: that pops the keyboard up).
+    if (!match && (byKeyboard || window.matchMedia("(pointer: fine)").matches)) {
+      match = document.getElementById("message-input");
+    }
+    if (match) match.focus({ preventScroll: true });
+  }
+
+  var byKeyboard = false; // how the reader last moved: keys or pointer
+  document.addEventListener("keydown", function () { byKeyboard = true; }, true);
+  document.addEventListener("pointerdown", function () { byKeyboard = false; }, true);
+
+  document.addEventListener("click", function (evt) {
+    var summary = evt.target.closest ? evt.target.closest("summary") : null;
+    var details = summary ? summary.parentElement : null;
+    if (details && details.tagName === "DETAILS" && details.id) {
+      userOpen[details.id] = !details.open; // the click is about to toggle it
     }
   });
 
-  document.addEventListener("htmx:wsClose", function () {
-    setConnection("closed", "Reconnecting…");
-  });
-
-  document.addEventListener("htmx:wsError", function () {
-    setConnection("closed", "Reconnecting…");
-  });
+  function restoreOpen() {
+    Object.keys(userOpen).forEach(function (id) {
+      var el = document.getElementById(id);
+      if (el && el.open !== userOpen[id]) el.open = userOpen[id];
+    });
+  }
 
   document.addEventListener("htmx:wsBeforeMessage", function () {
     stick = nearBottom();
+    focused = focusKey();
   });
 
   document.addEventListener("htmx:wsAfterMessage", function () {
+    restoreOpen();
+    restoreFocus(focused);
+    focused = null;
+    tick();
     if (stick) window.scrollTo(0, document.body.scrollHeight);
   });
+
+  // --- the composer: Enter sends, Shift+Enter breaks the line, the box grows -------------
+
+  function fit(box) {
+    box.style.height = "auto";
+    box.style.height = box.scrollHeight + 2 + "px";
+  }
 
   document.addEventListener("htmx:wsAfterSend", function (evt) {
     var form = evt.target && evt.target.closest ? evt.target.closest("#composer") : null;
     if (form) {
       var box = form.querySelector("textarea");
       box.value = "";
+      fit(box);
       box.focus();
       window.scrollTo(0, document.body.scrollHeight);
     }
@@ -65,19 +238,33 @@
     }
   });
 
+  document.addEventListener("input", function (evt) {
+    if (evt.target && evt.target.id === "message-input") fit(evt.target);
+  });
+
+  // --- elapsed time of running tools ------------------------------------------------------
+
   function tick() {
     var now = Date.now();
     document.querySelectorAll(".elapsed[data-started]").forEach(function (el) {
       var started = Date.parse(el.dataset.started);
       if (!isNaN(started)) {
         var s = Math.max(0, Math.round((now - started) / 1000));
-        el.textContent = s < 60 ? s + " s" : Math.floor(s / 60) + " min " + (s % 60) + " s";
+        var text = s < 60 ? s + " s" : Math.floor(s / 60) + " min " + (s % 60) + " s";
+        if (el.textContent !== text) el.textContent = text;
       }
     });
   }
   setInterval(tick, 1000);
+
   document.addEventListener("DOMContentLoaded", function () {
     tick();
     window.scrollTo(0, document.body.scrollHeight);
+    // Ready to type on a desktop; on a touch screen this would pop the keyboard up.
+    var box = document.getElementById("message-input");
+    var idle = !document.activeElement || document.activeElement === document.body;
+    if (box && idle && !location.hash && window.matchMedia("(pointer: fine)").matches) {
+      box.focus({ preventScroll: true });
+    }
   });
 })();

@@ -11,18 +11,19 @@ import re
 import statistics
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from channels.db import database_sync_to_async
+from django.db import connection as db_connection
 from django.db.backends.signals import connection_created
 
 _ARTICLE = re.compile(r'<article id="msg-(\d+)" class="msg role-(\w+) kind-(\w+) status-(\w+)')
 _DELTA = re.compile(r'<span hx-swap-oob="beforeend:#msg-(\d+)-stream">(.*?)</span>', re.S)
 _STREAM = re.compile(r'<span id="msg-(\d+)-stream" class="stream"[^>]*>([^<]*)</span>')
 _ERROR = re.compile(r'<div id="composer-error"[^>]*>(.*?)</div>', re.S)
-_CARD = re.compile(r'class="tool-card status-(\w+)')
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,6 @@ class Frame:
     deltas: list[tuple[int, str]] = field(default_factory=list)  # (message id, text)
     snapshots: list[tuple[int, str]] = field(default_factory=list)  # whole streamed text
     error: str | None = None
-    cards: list[str] = field(default_factory=list)  # tool card statuses
 
     @property
     def text_ids(self) -> set[int]:
@@ -54,7 +54,6 @@ def parse(raw: str) -> Frame:
         articles=[Article(int(i), r, k, s) for i, r, k, s in _ARTICLE.findall(raw)],
         deltas=[(int(i), html.unescape(t)) for i, t in _DELTA.findall(raw)],
         snapshots=[(int(i), html.unescape(t)) for i, t in _STREAM.findall(raw)],
-        cards=_CARD.findall(raw),
     )
     error = _ERROR.search(raw)
     if error is not None:
@@ -70,12 +69,12 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def summary_ms(values_s: list[float]) -> str:
-    """'p50 / p90 / p99 / max' of seconds, in milliseconds."""
+    """Count, median (p50), p90, p99 and max of seconds, in milliseconds."""
     if not values_s:
         return "no samples"
     ms = [v * 1000 for v in values_s]
     return (
-        f"n={len(ms)} p50={percentile(ms, 50):.1f} p90={percentile(ms, 90):.1f} "
+        f"n={len(ms)} p50={median(ms):.1f} p90={percentile(ms, 90):.1f} "
         f"p99={percentile(ms, 99):.1f} max={max(ms):.1f} ms"
     )
 
@@ -113,23 +112,32 @@ class WriteCounter:
         return ", ".join(f"{k}: {v}" for k, v in sorted(self.by_table.items()))
 
 
-@contextmanager
-def count_writes() -> Iterator[WriteCounter]:
-    """Count writes on every database connection opened while the block runs.
+@asynccontextmanager
+async def count_writes() -> AsyncIterator[WriteCounter]:
+    """Count writes on the ORM's connections while the block runs.
 
-    Tandem's runner starts each turn in a fresh context (``engine.spawn``), so its ORM calls
-    open their own connection in asgiref's sync thread: hooking ``connection_created`` reaches
-    them wherever they run, which a wrapper installed on one connection would not.
+    Tandem's ORM calls run in asgiref's sync thread (``database_sync_to_async``), so the
+    wrapper is installed there, on the connection that thread uses; ``connection_created``
+    adds it to any connection opened during the block, wherever that happens.
     """
     counter = WriteCounter()
 
-    def install(sender: Any, connection: Any, **kwargs: Any) -> None:
-        if counter not in connection.execute_wrappers:
-            connection.execute_wrappers.append(counter)
+    def install(sender: Any = None, connection: Any = None, **kwargs: Any) -> None:
+        target = connection if connection is not None else db_connection
+        if counter not in target.execute_wrappers:
+            target.execute_wrappers.append(counter)
 
-    connection_created.connect(install, weak=False, dispatch_uid=f"bench-{id(counter)}")
+    uid = f"bench-writes-{id(counter)}"
+    connection_created.connect(install, weak=False, dispatch_uid=uid)
+    await database_sync_to_async(install)()
     try:
         yield counter
     finally:
-        connection_created.disconnect(dispatch_uid=f"bench-{id(counter)}")
+        connection_created.disconnect(dispatch_uid=uid)
         counter.active = False
+        await database_sync_to_async(_uninstall)(counter)
+
+
+def _uninstall(counter: WriteCounter) -> None:
+    if counter in db_connection.execute_wrappers:
+        db_connection.execute_wrappers.remove(counter)

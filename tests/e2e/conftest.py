@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +32,22 @@ CHROMIUM_ARGS = [
 PASSWORDS = {"alice": "alice-e2e-pass", "bob": "bob-e2e-pass", "staff": "staff-e2e-pass"}
 
 
-@pytest.fixture
-def tandem_server(tmp_path: Path) -> Iterator[LiveServer]:
-    server = LiveServer(tmp_path)
+@pytest.fixture(scope="session")
+def seeded_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated database with the test users, made once and copied for every server."""
+    server = LiveServer(tmp_path_factory.mktemp("seed"))
     server.manage("migrate", "--noinput")
     for name, password in PASSWORDS.items():
         server.create_user(name, password, staff=name == "staff")
+    with closing(sqlite3.connect(server.database)) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything in the file we copy
+    return server.database
+
+
+@pytest.fixture
+def tandem_server(tmp_path: Path, seeded_database: Path) -> Iterator[LiveServer]:
+    server = LiveServer(tmp_path)
+    shutil.copyfile(seeded_database, server.database)
     server.start()
     yield server
     server.stop()

@@ -36,12 +36,16 @@ class LiveServer:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def database(self) -> Path:
+        return self.workdir / "live.sqlite3"
+
+    @property
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
         env.update(
             {
                 "DJANGO_SETTINGS_MODULE": "project.settings",
-                "DATABASE_URL": f"sqlite:///{self.workdir / 'live.sqlite3'}",
+                "DATABASE_URL": f"sqlite:///{self.database}",
                 "SECRET_KEY": "e2e-tests-only-secret-key-not-for-production",
                 "DEBUG": "false",
                 "ALLOWED_HOSTS": "127.0.0.1,localhost",

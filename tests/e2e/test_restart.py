@@ -188,8 +188,10 @@ def test_it_recovers_at_start_up_even_when_nobody_opens_the_app(
             "ORDER BY seq DESC LIMIT 1",
             conv,
         )
-        return rows == [("succeeded", rows[0][1])] and rows[0][1] is not None and last == [
-            ("reply", "complete")
-        ]
+        return (
+            rows == [("succeeded", rows[0][1])]
+            and rows[0][1] is not None
+            and last == [("reply", "complete")]
+        )
 
     wait_until(answered, within=30)

@@ -60,7 +60,8 @@ async def test_it_retries_a_failure_before_the_stream_and_shows_it(
 ) -> None:
     requests = Requests()
     socket = await connect(owner, conversation.pk)
-    await _send(socket, f"hello [[sim:fail={kind},retry_after=0.01]]")
+    # A wait long enough that the doorbell for the note is seen even on a busy machine.
+    await _send(socket, f"hello [[sim:fail={kind},retry_after=1]]")
     frames = await frames_until(socket, _complete)
     assert any("Retrying… (attempt 2 of 3)" in f for f in frames)
     await engine.idle()

@@ -159,3 +159,24 @@ async def test_the_sdk_refuses_invalid_tool_json_mid_stream(
             async for event in stream:
                 seen.append(event.type)
     assert "content_block_stop" not in seen[2:]  # raised on a delta, before the block stops
+
+
+def test_it_gives_every_tool_call_a_new_id_even_for_identical_requests() -> None:
+    body = request("run the demo tool for 5 seconds", tools=TOOLS)
+    replies = (decide(body), decide(body))
+    ids = [b.tool_id for r in replies for b in r.blocks if b.type == "tool_use"]
+    assert len(set(ids)) == 2
+    assert text(replies[0]) == text(replies[1])  # the content stays deterministic
+
+
+def test_it_answers_a_prompt_stored_just_before_a_flushed_tool_pair() -> None:
+    body = request("run the demo tool for 1 second", tools=TOOLS)
+    body["messages"] += [
+        assistant([{"type": "text", "text": "Started."}]),
+        user("what is 17*23?"),
+        assistant([tool_use("toolu_1", "tool_buffer_demo", seconds=1)]),
+        user([tool_result("toolu_1", "demo done")]),
+    ]
+    reply = decide(body)
+    assert "demo done" in text(reply)
+    assert calls(reply) == [("calculate", {"expression": "17*23"})]

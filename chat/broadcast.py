@@ -31,10 +31,8 @@ class ReplyBroadcaster:
     message_id: int
     interval_s: float
     counters: Counters = field(default_factory=Counters)
-    _text: list[str] = field(default_factory=list)
-    _sent_chars: int = 0
-    _pending_chars: int = 0
-    _thinking: list[str] = field(default_factory=list)
+    _pending: dict[str, list[str]] = field(default_factory=lambda: {"text": [], "thinking": []})
+    _sent: dict[str, int] = field(default_factory=lambda: {"text": 0, "thinking": 0})
     _tool_inputs: dict[int, dict[str, Any]] = field(default_factory=dict)
     _ticker: asyncio.Task[None] | None = None
     _first_sent: bool = False
@@ -55,16 +53,17 @@ class ReplyBroadcaster:
         recent_counters.append((self.message_id, self.counters))
 
     async def text(self, delta: str) -> None:
+        await self._add("text", delta)
+
+    async def thinking(self, delta: str) -> None:
+        await self._add("thinking", delta)
+
+    async def _add(self, channel: str, delta: str) -> None:
         self.counters.deltas_in += 1
-        self._text.append(delta)
-        self._pending_chars += len(delta)
+        self._pending[channel].append(delta)
         if not self._first_sent:
             self._first_sent = True
             await self.flush()
-
-    def thinking(self, delta: str) -> None:
-        self.counters.deltas_in += 1
-        self._thinking.append(delta)
 
     def tool_input(self, index: int, tool_use_id: str, name: str, snapshot: object) -> None:
         self.counters.deltas_in += 1
@@ -75,32 +74,35 @@ class ReplyBroadcaster:
             "snapshot": json.dumps(snapshot, ensure_ascii=False),
         }
 
-    async def snapshot(self, text: str) -> None:
-        """With every database write: the whole text so far, for tabs with a gap."""
+    async def snapshot(self, text: str, thinking: str) -> None:
+        """With every database write: everything so far, for tabs with a gap."""
         async with self._lock:
-            await self._send({"type": "reply.snapshot", "message": self.message_id, "text": text})
+            await self._send(
+                {
+                    "type": "reply.snapshot",
+                    "message": self.message_id,
+                    "text": text,
+                    "thinking": thinking,
+                }
+            )
 
     async def flush(self) -> None:
         async with self._lock:
-            if self._text:
-                chunk = "".join(self._text)
-                self._text.clear()
-                offset = self._sent_chars
-                self._sent_chars += len(chunk)
-                self._pending_chars = 0
+            for channel, pending in self._pending.items():
+                if not pending:
+                    continue
+                chunk = "".join(pending)
+                pending.clear()
+                offset = self._sent[channel]
+                self._sent[channel] += len(chunk)
                 await self._send(
                     {
                         "type": "reply.delta",
                         "message": self.message_id,
+                        "channel": channel,
                         "offset": offset,
                         "text": chunk,
                     }
-                )
-            if self._thinking:
-                chunk = "".join(self._thinking)
-                self._thinking.clear()
-                await self._send(
-                    {"type": "reply.thinking", "message": self.message_id, "text": chunk}
                 )
             for item in self._tool_inputs.values():
                 await self._send({"type": "reply.tool_input", "message": self.message_id, **item})

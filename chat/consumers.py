@@ -155,18 +155,18 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def reply_delta(self, event: dict[str, Any]) -> None:
         if self.tab.needs_refresh(event["message"]):
             await self.push_changes()
-        frame = self.tab.apply_delta(event["message"], event["offset"], event["text"])
+        frame = self.tab.apply_delta(
+            event["message"], event.get("channel", "text"), event["offset"], event["text"]
+        )
         if frame:
             await self.send(text_data=frame)
 
     async def reply_snapshot(self, event: dict[str, Any]) -> None:
-        frame = self.tab.apply_snapshot(event["message"], event["text"])
+        frame = self.tab.apply_snapshot(
+            event["message"], {"text": event["text"], "thinking": event.get("thinking", "")}
+        )
         if frame:
             await self.send(text_data=frame)
-
-    async def reply_thinking(self, event: dict[str, Any]) -> None:
-        if event["message"] in self.tab.streams:
-            await self.send(text_data=frames.thinking_delta(event["message"], event["text"]))
 
     async def reply_tool_input(self, event: dict[str, Any]) -> None:
         frame = self.tab.apply_tool_input(

@@ -34,19 +34,20 @@ def replace_card(pair: ToolPair) -> str:
     return _render("tool_card", pair=pair, oob=True)
 
 
-def delta(message_id: int, text: str) -> str:
-    return format_html('<span hx-swap-oob="beforeend:#msg-{}-stream">{}</span>', message_id, text)
+STREAM_TARGETS = {"text": "msg-{}-stream", "thinking": "msg-{}-thinking-text"}
 
 
-def replace_stream(message_id: int, text: str) -> str:
+def delta(message_id: int, channel: str, text: str) -> str:
+    target = STREAM_TARGETS[channel].format(message_id)
+    return format_html('<span hx-swap-oob="beforeend:#{}">{}</span>', target, text)
+
+
+def replace_stream(message_id: int, channel: str, text: str) -> str:
+    """The whole streamed text of one channel, replacing what the tab shows."""
+    target = STREAM_TARGETS[channel].format(message_id)
+    tag, css = ("span", "stream") if channel == "text" else ("div", "thinking-text")
     return format_html(
-        '<span id="msg-{}-stream" class="stream" hx-swap-oob="true">{}</span>', message_id, text
-    )
-
-
-def thinking_delta(message_id: int, text: str) -> str:
-    return format_html(
-        '<span hx-swap-oob="beforeend:#msg-{}-thinking-text">{}</span>', message_id, text
+        '<{} id="{}" class="{}" hx-swap-oob="true">{}</{}>', tag, target, css, text, tag
     )
 
 

@@ -18,7 +18,8 @@ from chat.thread_state import Changes
 class TabState:
     seq: int = 0
     rev: int = 0
-    streams: dict[int, int] = field(default_factory=dict)  # message id -> chars delivered
+    # (message id, "text" | "thinking") -> characters delivered, for replies still streaming
+    streams: dict[tuple[int, str], int] = field(default_factory=dict)
     known: set[int] = field(default_factory=set)  # message ids the tab has
     live_tools: set[tuple[int, int]] = field(default_factory=set)  # (message id, block index)
 
@@ -32,9 +33,11 @@ class TabState:
             self.known.add(view.id)
             self.live_tools = {k for k in self.live_tools if k[0] != view.id}
             if view.message.status == Message.Status.STREAMING:
-                self.streams[view.id] = len(view.live_text or "")
+                self.streams[(view.id, "text")] = len(view.live_text or "")
+                self.streams[(view.id, "thinking")] = len(view.live_thinking or "")
             else:
-                self.streams.pop(view.id, None)
+                self.streams.pop((view.id, "text"), None)
+                self.streams.pop((view.id, "thinking"), None)
         for pair in changes.pairs:
             out.append(frames.replace_card(pair))
         if changes.rev > self.rev or not out:
@@ -44,28 +47,31 @@ class TabState:
         out.append(frames.cursor(self.seq, self.rev))
         return out
 
-    def apply_delta(self, message_id: int, offset: int, text: str) -> str | None:
+    def apply_delta(self, message_id: int, channel: str, offset: int, text: str) -> str | None:
         """The part of a delta the tab lacks; None if it has it, or cannot place it yet."""
-        delivered = self.streams.get(message_id)
+        delivered = self.streams.get((message_id, channel))
         if delivered is None:
             return None
         end = offset + len(text)
         if end <= delivered or offset > delivered:
             return None  # a repeat, or a gap that the next snapshot fills
-        self.streams[message_id] = end
-        return frames.delta(message_id, text[delivered - offset :])
+        self.streams[(message_id, channel)] = end
+        return frames.delta(message_id, channel, text[delivered - offset :])
 
-    def apply_snapshot(self, message_id: int, text: str) -> str | None:
-        delivered = self.streams.get(message_id)
-        if delivered is None or len(text) <= delivered:
-            return None
-        self.streams[message_id] = len(text)
-        return frames.replace_stream(message_id, text)
+    def apply_snapshot(self, message_id: int, texts: dict[str, str]) -> str | None:
+        out = []
+        for channel, text in texts.items():
+            delivered = self.streams.get((message_id, channel))
+            if delivered is None or len(text) <= delivered:
+                continue
+            self.streams[(message_id, channel)] = len(text)
+            out.append(frames.replace_stream(message_id, channel, text))
+        return "".join(out) or None
 
     def apply_tool_input(
         self, message_id: int, index: int, tool_use_id: str, name: str, snapshot: str
     ) -> str | None:
-        if message_id not in self.streams:
+        if (message_id, "text") not in self.streams:
             return None
         key = (message_id, index)
         new = key not in self.live_tools

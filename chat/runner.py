@@ -110,6 +110,10 @@ class _Reply:
         blocks = self.content(final=False)
         return "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
 
+    def thinking(self) -> str:
+        blocks = self.content(final=False)
+        return "".join(b.get("thinking", "") for b in blocks if b.get("type") == "thinking")
+
 
 async def stream_reply(
     conversation_id: int, message_id: int, request: dict[str, Any], owner: str
@@ -192,7 +196,9 @@ async def _stream_once(
                     live.text += event.text
                 await broadcaster.text(event.text)
             elif event.type == "thinking":
-                broadcaster.thinking(event.thinking)
+                if live is not None:
+                    live.thinking += event.thinking
+                await broadcaster.thinking(event.thinking)
             elif event.type == "content_block_start":
                 current = event.index
                 if event.content_block.type == "tool_use":
@@ -219,7 +225,7 @@ async def _stream_once(
 async def _checkpoint(reply: _Reply) -> bool:
     """The once-a-second write: snapshot, and whether stop was asked."""
     stop = await db(messages.save_reply_snapshot)(reply.message_id, reply.content(final=False))
-    await reply.broadcaster.snapshot(reply.text())
+    await reply.broadcaster.snapshot(reply.text(), reply.thinking())
     return bool(stop)
 
 

@@ -18,6 +18,7 @@ class MessageView:
     message: Message
     pairs: list[ToolPair] = field(default_factory=list)
     live_text: str | None = None
+    live_thinking: str | None = None
     queued: bool = False
 
     @property
@@ -59,6 +60,7 @@ def _views(conversation: Conversation, messages: list[Message]) -> list[MessageV
         if message.status == Message.Status.STREAMING:
             live = engine.live_reply(message.pk)
             view.live_text = live.text if live is not None else message.text
+            view.live_thinking = live.thinking if live is not None else _thinking(message)
         if message.role == Message.Role.USER and message.kind == Message.Kind.PROMPT:
             view.queued = message.seq > conversation.answered_seq
         views.append(view)
@@ -107,4 +109,10 @@ def changes_since(conversation_id: int, seq: int, rev: int) -> Changes | None:
         new=_views(conversation, new),
         changed=_views(conversation, sorted(changed, key=lambda m: m.seq)),
         pairs=pairs,
+    )
+
+
+def _thinking(message: Message) -> str:
+    return "".join(
+        str(b.get("thinking", "")) for b in message.content if b.get("type") == "thinking"
     )

@@ -132,3 +132,23 @@ async def test_it_updates_the_title_and_the_list_live(
     await frames_until(listing, lambda f: "Plan a picnic for Saturday" in f)
     await engine.idle()
     await listing.disconnect()
+
+
+async def test_it_streams_thinking_to_a_tab_that_joins_mid_reply_without_gaps(
+    connect: Any, owner: Any, conversation: Any
+) -> None:
+    from chat.client import simulator
+    from chat.services.conversations import update_settings
+
+    await db(update_settings)(conversation.pk, system_prompt="", thinking=True)
+    simulator().tokens_per_second = 150.0
+    first = await connect(owner, conversation.pk)
+    await first.send_json_to({"type": "send", "text": "write a long answer about thinking"})
+    await frames_until(first, lambda f: "beforeend:#msg-" in f and "-thinking-text" in f)
+    late = await connect(owner, conversation.pk)
+    frames = await frames_until(late, lambda f: "kind-reply status-complete" in f)
+    await engine.idle()
+    reply = await _reply(conversation)
+    thought = "".join(b["thinking"] for b in reply.content if b["type"] == "thinking")
+    assert thought and reply.status == Message.Status.COMPLETE
+    assert any("thinking-text" in f for f in frames)

@@ -1,0 +1,45 @@
+"""TabState: what one tab has been sent of a streaming reply, per channel, by offset."""
+
+from __future__ import annotations
+
+from chat.live import TabState
+
+
+def _streaming(tab: TabState, message_id: int = 7, text: int = 5, thinking: int = 0) -> None:
+    tab.known.add(message_id)
+    tab.streams[(message_id, "text")] = text
+    tab.streams[(message_id, "thinking")] = thinking
+
+
+def test_it_sends_only_the_part_of_a_delta_the_tab_lacks() -> None:
+    tab = TabState()
+    _streaming(tab, text=5)
+    assert tab.apply_delta(7, "text", 0, "Hello") is None  # a repeat
+    frame = tab.apply_delta(7, "text", 3, "lo, world")
+    assert frame is not None and ">, world</span>" in frame
+    assert tab.streams[(7, "text")] == 12
+
+
+def test_it_waits_for_a_snapshot_to_fill_a_gap() -> None:
+    tab = TabState()
+    _streaming(tab, text=5)
+    assert tab.apply_delta(7, "text", 9, "later") is None
+    frame = tab.apply_snapshot(7, {"text": "Hello, world", "thinking": ""})
+    assert frame is not None and 'id="msg-7-stream"' in frame and "Hello, world" in frame
+    assert tab.apply_delta(7, "text", 12, "!") is not None
+
+
+def test_it_tracks_thinking_apart_from_text() -> None:
+    tab = TabState()
+    _streaming(tab, text=0, thinking=0)
+    thinking = tab.apply_delta(7, "thinking", 0, "Let me see")
+    assert thinking is not None and "beforeend:#msg-7-thinking-text" in thinking
+    assert tab.apply_delta(7, "thinking", 0, "Let me see") is None
+    assert tab.streams == {(7, "text"): 0, (7, "thinking"): 10}
+
+
+def test_it_ignores_deltas_for_a_reply_that_is_not_streaming_in_this_tab() -> None:
+    tab = TabState()
+    assert tab.apply_delta(7, "text", 0, "x") is None
+    assert tab.apply_snapshot(7, {"text": "x", "thinking": ""}) is None
+    assert tab.needs_refresh(7)

@@ -74,6 +74,10 @@ class ReplyBroadcaster:
             "snapshot": json.dumps(snapshot, ensure_ascii=False),
         }
 
+    def tool_done(self, index: int) -> None:
+        """The call's input is complete and stored: its card replaces any pending input frame."""
+        self._tool_inputs.pop(index, None)
+
     async def snapshot(self, text: str, thinking: str) -> None:
         """With every database write: everything so far, for tabs with a gap."""
         async with self._lock:

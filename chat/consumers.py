@@ -79,7 +79,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.tab.seq = action.seq
         self.tab.rev = action.rev
         self.tab.streams.clear()
-        await self.push_changes()
+        await self.push_changes(resync=True)
 
     async def do_send(self, action: frames_in.Send) -> None:
         await self.check_rate()
@@ -139,9 +139,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     # --- from the channel layer ------------------------------------------------------------
 
-    async def push_changes(self) -> None:
+    async def push_changes(self, *, resync: bool = False) -> None:
         changes = await db(thread_state.changes_since)(
-            self.conversation_id, self.tab.seq, self.tab.rev
+            self.conversation_id, self.tab.seq, self.tab.rev, resync=resync
         )
         if changes is None:
             await self.close(code=CLOSE_NOT_FOUND)

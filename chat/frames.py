@@ -37,6 +37,17 @@ def replace_card(pair: ToolPair) -> str:
 STREAM_TARGETS = {"text": "msg-{}-stream", "thinking": "msg-{}-thinking-text"}
 
 
+def append_card(pair: ToolPair, *, remove_live: bool) -> str:
+    """A tool call stored mid-stream: its card joins the reply, the live input card goes."""
+    card = _render("tool_card", pair=pair)
+    html = f'<div hx-swap-oob="beforeend:#msg-{pair.message_id}-tools">{card}</div>'
+    if remove_live:
+        html += format_html(
+            '<div id="live-{}-{}" hx-swap-oob="delete"></div>', pair.message_id, pair.block_index
+        )
+    return html
+
+
 def delta(message_id: int, channel: str, text: str) -> str:
     target = STREAM_TARGETS[channel].format(message_id)
     return format_html('<span hx-swap-oob="beforeend:#{}">{}</span>', target, text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chat import frames
-from chat.models import Message
+from chat.models import Message, ToolPair
 from chat.thread_state import Changes
 
 
@@ -22,6 +22,8 @@ class TabState:
     streams: dict[tuple[int, str], int] = field(default_factory=dict)
     known: set[int] = field(default_factory=set)  # message ids the tab has
     live_tools: set[tuple[int, int]] = field(default_factory=set)  # (message id, block index)
+    pairs: set[int] = field(default_factory=set)  # tool pair ids rendered in streaming replies
+    stored_tools: set[tuple[int, int]] = field(default_factory=set)  # live cards now real cards
 
     def apply_changes(self, changes: Changes) -> list[str]:
         out: list[str] = []
@@ -33,19 +35,33 @@ class TabState:
             self.known.add(view.id)
             self.live_tools = {k for k in self.live_tools if k[0] != view.id}
             if view.message.status == Message.Status.STREAMING:
+                self.pairs.update(p.pk for p in view.pairs)
                 self.streams[(view.id, "text")] = len(view.live_text or "")
                 self.streams[(view.id, "thinking")] = len(view.live_thinking or "")
             else:
                 self.streams.pop((view.id, "text"), None)
                 self.streams.pop((view.id, "thinking"), None)
         for pair in changes.pairs:
-            out.append(frames.replace_card(pair))
+            out.append(self._card(pair))
         if changes.rev > self.rev or not out:
             out.append(frames.title(changes.title))
         self.seq = max(self.seq, changes.seq)
         self.rev = max(self.rev, changes.rev)
         out.append(frames.cursor(self.seq, self.rev))
         return out
+
+    def _card(self, pair: ToolPair) -> str:
+        """A card for a call stored while its reply streams is new here: append it where the
+        live card of its input was. Any other card the tab already shows: replace it."""
+        streaming = (pair.message_id, "text") in self.streams
+        if not streaming or pair.pk in self.pairs:
+            return frames.replace_card(pair)
+        self.pairs.add(pair.pk)
+        live = (pair.message_id, pair.block_index)
+        had_live_card = live in self.live_tools
+        self.live_tools.discard(live)
+        self.stored_tools.add(live)
+        return frames.append_card(pair, remove_live=had_live_card)
 
     def apply_delta(self, message_id: int, channel: str, offset: int, text: str) -> str | None:
         """The part of a delta the tab lacks; None if it has it, or cannot place it yet."""
@@ -74,6 +90,8 @@ class TabState:
         if (message_id, "text") not in self.streams:
             return None
         key = (message_id, index)
+        if key in self.stored_tools:
+            return None  # a late frame of input that is already a stored call's card
         new = key not in self.live_tools
         self.live_tools.add(key)
         return frames.tool_input(message_id, index, tool_use_id, name, snapshot, new=new)

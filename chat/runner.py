@@ -212,6 +212,7 @@ async def _stream_once(
                 block_data = _dump(event.content_block)
                 reply.blocks[event.index] = block_data
                 reply.open_tools.pop(event.index, None)
+                reply.broadcaster.tool_done(event.index)
                 await db(pairing.store_tool_call)(
                     conversation_id, message_id, block_data, event.index
                 )

@@ -16,6 +16,7 @@ from django.tasks import task
 
 from chat import engine, events
 from chat.models import ToolPair
+from chat.progress import ProgressRelay
 from chat.services import pairing
 from tools.context import ToolContext
 from tools.execution import execute
@@ -23,7 +24,6 @@ from tools.registry import registry
 
 logger = logging.getLogger(__name__)
 
-PROGRESS_WRITE_S = 1.0
 HEARTBEAT_S = 10.0
 
 
@@ -42,32 +42,17 @@ async def run_tool_pair(pair_id: int) -> str:
         )
         return "unknown tool"
     group = events.conversation_group(pair.conversation_id)
-    loop = asyncio.get_running_loop()
-    last_write = 0.0
 
-    def on_progress(fraction: float | None, text: str) -> None:
-        # May be called from a worker thread: hop onto the loop before touching anything.
-        loop.call_soon_threadsafe(_progress, fraction, text)
+    async def publish(report: tuple[float | None, str]) -> None:
+        fraction, text = report
+        message = {"type": "tool.progress", "pair": pair_id, "fraction": fraction, "text": text}
+        await events.publish(group, message)
 
-    def _progress(fraction: float | None, text: str) -> None:
-        nonlocal last_write
-        engine.spawn(
-            events.publish(
-                group,
-                {
-                    "type": "tool.progress",
-                    "pair": pair_id,
-                    "fraction": fraction,
-                    "text": text,
-                },
-            )
-        )
-        now = time.monotonic()
-        if now - last_write >= PROGRESS_WRITE_S:
-            last_write = now
-            engine.spawn(_save_progress(pair_id, fraction, text))
+    async def save(report: tuple[float | None, str]) -> None:
+        await _save_progress(pair_id, *report)
 
-    ctx = ToolContext(pair.tool_use_id, pair.conversation_id, on_progress)
+    relay = ProgressRelay(asyncio.get_running_loop(), publish, save, engine.spawn)
+    ctx = ToolContext(pair.tool_use_id, pair.conversation_id, relay.report)
     engine.register_tool(pair.tool_use_id, engine.ToolHandle(cancel=ctx.cancel))
     timeout = (
         max(0.0, (pair.deadline_at.timestamp() - time.time()))
@@ -79,6 +64,7 @@ async def run_tool_pair(pair_id: int) -> str:
         outcome = await execute(spec, pair.input, ctx, timeout_s=timeout)
     finally:
         heartbeat.cancel()
+        relay.close()
         engine.unregister_tool(pair.tool_use_id)
     if ctx.cancelled and outcome.status != "timed_out":
         return "cancelled"  # whoever cancelled it has already recorded the result

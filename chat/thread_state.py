@@ -79,11 +79,14 @@ def page(conversation: Conversation) -> tuple[list[MessageView], int]:
     return _views(conversation, messages), max((m.seq for m in messages), default=0)
 
 
-def changes_since(conversation_id: int, seq: int, rev: int) -> Changes | None:
+def changes_since(
+    conversation_id: int, seq: int, rev: int, *, resync: bool = False
+) -> Changes | None:
     """What a tab at (seq, rev) lacks: new messages, changed ones, changed cards.
 
-    Streaming messages and open tool pairs are always included: their text and progress
-    change without a new rev (written at most once a second).
+    On a resync (a socket that just opened) streaming messages and running tool pairs are
+    included too: their text and progress change without a new rev. A tab that stays
+    connected gets those as live frames instead, so an ordinary doorbell skips them.
     """
     conversation = Conversation.objects.filter(pk=conversation_id).first()
     if conversation is None:
@@ -92,12 +95,12 @@ def changes_since(conversation_id: int, seq: int, rev: int) -> Changes | None:
     changed = list(
         _messages(conversation)
         .filter(seq__lte=seq)
-        .filter(Q(rev__gt=rev) | Q(status=Message.Status.STREAMING))
+        .filter(Q(rev__gt=rev) | Q(status=Message.Status.STREAMING) if resync else Q(rev__gt=rev))
     )
     rendered = {m.pk for m in changed} | {m.pk for m in new}
     pairs = list(
         ToolPair.objects.filter(conversation_id=conversation_id, message__seq__lte=seq)
-        .filter(Q(rev__gt=rev) | Q(status=ToolPair.Status.RUNNING))
+        .filter(Q(rev__gt=rev) | Q(status=ToolPair.Status.RUNNING) if resync else Q(rev__gt=rev))
         .exclude(message_id__in=rendered)
         .order_by("pk")
     )

@@ -33,7 +33,7 @@ def _no_rate_limit(settings: Any) -> None:
 
 
 TOKENS_PER_SECOND = 100.0
-CYCLES = 4
+CYCLES = 8
 PER_CYCLE = 3
 TOOLS = 5
 QUESTIONS = [
@@ -103,8 +103,8 @@ async def _watch(connect: Any, owner: Any) -> tuple[Watch, Conversation]:
 
 
 async def _ttfds(watch: Watch, cycle: int) -> list[float]:
-    questions = QUESTIONS[cycle * PER_CYCLE :][:PER_CYCLE]
-    return [(await watch.ask(f"{question} ({cycle})"))[0] for question in questions]
+    picks = [(cycle * PER_CYCLE + i) % len(QUESTIONS) for i in range(PER_CYCLE)]
+    return [(await watch.ask(f"{QUESTIONS[i]} ({cycle})"))[0] for i in picks]
 
 
 async def _running(conversation_ids: list[int], count: int) -> list[int]:

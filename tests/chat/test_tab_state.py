@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from chat.live import TabState
 
 
@@ -43,3 +45,31 @@ def test_it_ignores_deltas_for_a_reply_that_is_not_streaming_in_this_tab() -> No
     assert tab.apply_delta(7, "text", 0, "x") is None
     assert tab.apply_snapshot(7, {"text": "x", "thinking": ""}) is None
     assert tab.needs_refresh(7)
+
+
+class _Pair:
+    """Just what TabState and the card template read of a ToolPair."""
+
+    def __init__(self, pk: int, message_id: int, block_index: int) -> None:
+        self.pk, self.message_id, self.block_index = pk, message_id, block_index
+
+
+def test_it_appends_a_card_stored_mid_stream_once_then_replaces_it(monkeypatch: Any) -> None:
+    from chat import frames
+
+    tab = TabState()
+    _streaming(tab)
+    assert tab.apply_tool_input(7, 1, "toolu_1", "calc", "{}") is not None
+    monkeypatch.setattr(frames, "_render", lambda partial, **ctx: f"<card {ctx['pair'].pk}>")
+    pair = _Pair(40, 7, 1)
+    first = tab._card(pair)  # type: ignore[arg-type]
+    assert "beforeend:#msg-7-tools" in first and 'id="live-7-1" hx-swap-oob="delete"' in first
+    assert tab._card(pair) == "<card 40>"  # type: ignore[arg-type]
+    assert tab.apply_tool_input(7, 1, "toolu_1", "calc", "{}") is None  # a late input frame
+
+
+def test_it_replaces_cards_of_replies_that_are_not_streaming(monkeypatch: Any) -> None:
+    from chat import frames
+
+    monkeypatch.setattr(frames, "_render", lambda partial, **ctx: f"<card {ctx['pair'].pk}>")
+    assert TabState()._card(_Pair(41, 9, 0)) == "<card 41>"  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.template.loader import render_to_string
-from django.utils.html import escape, format_html
+from django.utils.html import format_html
 
 from chat.models import ToolPair
 from chat.thread_state import MessageView
@@ -93,10 +93,6 @@ def error(text: str) -> str:
         '<div id="composer-error" class="composer-error" role="alert" hx-swap-oob="true">{}</div>',
         text,
     )
-
-
-def plain(text: str) -> str:
-    return escape(text)
 
 
 def conversation_list(user_id: int, current: int | None) -> str:

@@ -67,19 +67,6 @@ def post_user_message(conversation_id: int, text: object) -> Message:
     return message
 
 
-def add_notice(conversation_id: int, text: str) -> Message:
-    with transaction.atomic():
-        conversation = lock(conversation_id)
-        message = append(
-            conversation,
-            role=Message.Role.NOTICE,
-            kind=Message.Kind.NOTICE,
-            content=[{"type": "text", "text": text}],
-        )
-        events.ring(conversation_id, conversation.owner_id)
-    return message
-
-
 def start_reply(conversation_id: int, answered_seq: int) -> Message:
     """Open a streaming reply to everything up to ``answered_seq`` (what the request holds)."""
     with transaction.atomic():

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from chat import history
 from chat.models import Conversation, Message, ToolPair
-from chat.services import policy
+from chat.services import pairing, policy
 from chat.services.pairing import OPEN, since_last_prompt
 from tools.registry import registry
 
@@ -55,9 +55,7 @@ def is_due(conversation_id: int) -> bool:
     )
     if newest_user > conversation.answered_seq:
         return True
-    return ToolPair.objects.filter(
-        conversation_id=conversation_id, flushed_at__isnull=True, finished_at__isnull=False
-    ).exists()
+    return pairing.ready_to_flush(conversation_id)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from chat.client import uses_simulator
+
 DEMO_USERS = [
     ("alice", "alice-tandem-demo", False),
     ("bob", "bob-tandem-demo", False),
@@ -38,7 +40,7 @@ class Command(BaseCommand):
         if settings.TANDEM_DEMO_USERS and not options["no_demo"]:
             self._demo_users()
         host, port = options["host"], options["port"]
-        mode = "the real API" if settings.ANTHROPIC_API_KEY else "the built-in simulator"
+        mode = "the built-in simulator" if uses_simulator() else "the real API"
         self.stdout.write(f"Tandem on {mode}: open http://{host}:{port}/", ending="\n")
         self.stdout.flush()
         # Start the engine (and its start-up recovery) with the server, not on the first request:

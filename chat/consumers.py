@@ -25,28 +25,45 @@ CLOSE_NOT_FOUND = 4404
 TOO_FAST = "You are sending messages too fast; wait a moment."
 
 
-class ConversationConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+class GroupSocket(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+    """A signed-in socket that follows one channel-layer group until it closes."""
+
+    group = ""
+    budget: frames_in.FrameBudget
+
+    async def signed_in_user(self) -> Any:
+        """The user, or None after closing the socket with 4403."""
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return None
+        return user
+
+    async def join(self, group: str) -> None:
+        self.group = group
+        self.budget = frames_in.FrameBudget()
+        await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+
+class ConversationConsumer(GroupSocket):
     conversation_id: int
     tab: TabState
 
     async def connect(self) -> None:
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+        user = await self.signed_in_user()
+        if user is None:
             return
         self.conversation_id = int(self.scope["url_route"]["kwargs"]["conversation_id"])
         if await db(access.owned_conversation)(user, self.conversation_id) is None:
             await self.close(code=CLOSE_NOT_FOUND)
             return
         self.tab = TabState()
-        self.budget = frames_in.FrameBudget()
-        self.group = events.conversation_group(self.conversation_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
-
-    async def disconnect(self, code: int) -> None:
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        await self.join(events.conversation_group(self.conversation_id))
 
     # --- from the browser ----------------------------------------------------------------
 
@@ -189,23 +206,15 @@ def _int(value: object) -> int:
     return 0
 
 
-class ConversationListConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+class ConversationListConsumer(GroupSocket):
     """The sidebar of every page: the user's conversations and their live state."""
 
     async def connect(self) -> None:
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+        user = await self.signed_in_user()
+        if user is None:
             return
-        self.group = events.user_group(user.pk)
         self.current = _int(self.scope["url_route"]["kwargs"].get("current", 0)) or None
-        self.budget = frames_in.FrameBudget()
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
-
-    async def disconnect(self, code: int) -> None:
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        await self.join(events.user_group(user.pk))
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.budget.take(time.monotonic()):

@@ -90,10 +90,16 @@ def _finished(task: asyncio.Task[Any]) -> None:
         logger.error("background task failed", exc_info=task.exception())
 
 
-def _on_loop(fn: Callable[..., None], *args: Any) -> None:
+def call_on_loop(fn: Callable[..., Any], *args: Any) -> bool:
+    """Run ``fn(*args)`` on the server's loop, now if we are on it, else soon; thread-safe.
+
+    False when no server loop runs in this process (a management command, a sync test).
+    The callback gets a fresh context: one inherited from asgiref's sync thread would make
+    its tasks' own DB calls refuse to run.
+    """
     loop = _loop
-    if loop is None or loop.is_closed():
-        return  # no server loop here (a management command, a sync test): the sweeper will see it
+    if loop is None or loop.is_closed() or not loop.is_running():
+        return False
     try:
         running = asyncio.get_running_loop()
     except RuntimeError:
@@ -102,11 +108,12 @@ def _on_loop(fn: Callable[..., None], *args: Any) -> None:
         fn(*args)
     else:
         loop.call_soon_threadsafe(fn, *args, context=contextvars.Context())
+    return True
 
 
 def kick(conversation_id: int) -> None:
     """Make sure a turn runner looks at this conversation soon. Safe from any thread."""
-    _on_loop(_kick, conversation_id)
+    call_on_loop(_kick, conversation_id)
 
 
 def _kick(conversation_id: int) -> None:
@@ -150,7 +157,7 @@ def live_reply(message_id: int) -> LiveReply | None:
 
 def stop_reply(message_id: int) -> None:
     """Cancel a reply streaming in this process (others notice the DB flag within a second)."""
-    _on_loop(_stop_reply, message_id)
+    call_on_loop(_stop_reply, message_id)
 
 
 def _stop_reply(message_id: int) -> None:
@@ -168,7 +175,7 @@ def unregister_tool(tool_use_id: str) -> None:
 
 
 def cancel_tool(tool_use_id: str) -> None:
-    _on_loop(_cancel_tool, tool_use_id)
+    call_on_loop(_cancel_tool, tool_use_id)
 
 
 def _cancel_tool(tool_use_id: str) -> None:

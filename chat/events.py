@@ -7,7 +7,6 @@ rung only after the transaction that made the change commits.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -40,18 +39,8 @@ async def publish(group: str, message: dict[str, Any]) -> None:
 
 
 def _publish_from_anywhere(group: str, message: dict[str, Any]) -> None:
-    loop = engine.bound_loop()
-    if loop is not None and loop.is_running():
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            engine.spawn(publish(group, message))
-        else:
-            asyncio.run_coroutine_threadsafe(publish(group, message), loop)
-        return
-    async_to_sync(publish)(group, message)
+    if not engine.call_on_loop(lambda: engine.spawn(publish(group, message))):
+        async_to_sync(publish)(group, message)  # no server loop here: send it ourselves
 
 
 def ring(conversation_id: int, owner_id: int | None = None) -> None:

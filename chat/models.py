@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+from django.utils import timezone
 
 
 def default_model() -> str:
@@ -188,6 +189,13 @@ class ToolPair(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_name} {self.tool_use_id} ({self.status})"
+
+    def record(self, event: str, **extra: Any) -> None:
+        """Add a step to the pair's timeline (saved with the pair)."""
+        self.timeline = [
+            *self.timeline,
+            {"at": timezone.now().isoformat(), "event": event, **extra},
+        ]
 
     @property
     def is_finished(self) -> bool:

@@ -53,10 +53,6 @@ def _refuse(pair_id: int, user: Any, what: str) -> NoReturn:
     raise NotAllowed(f"You may not {what} that tool call.")
 
 
-def _event(pair: ToolPair, what: str, **extra: Any) -> None:
-    pair.timeline = [*pair.timeline, {"at": timezone.now().isoformat(), "event": what, **extra}]
-
-
 def _held(
     pair_id: int, user: Any, what: str, conversation_id: int | None
 ) -> tuple[ToolPair, Conversation]:
@@ -90,7 +86,7 @@ def approve(pair_id: int, by_user: Any, *, conversation_id: int | None = None) -
         pair.decision = "approved"
         pair.decided_by = by_user
         pair.decided_at = now
-        _event(pair, f"approved by {_name(by_user)}")
+        pair.record(f"approved by {_name(by_user)}")
         pair.rev = bump_rev(conversation)
         pair.save()
         events.ring(pair.conversation_id, conversation.owner_id)
@@ -151,7 +147,7 @@ def retry(pair_id: int, by_user: Any) -> ToolPair:
         pair.deadline_at = now + dt.timedelta(
             seconds=policy.run_timeout_s(policy.policy_for(pair.tool_name))
         )
-        _event(pair, f"retried by {_name(by_user)}", attempts_so_far=pair.attempts)
+        pair.record(f"retried by {_name(by_user)}", attempts_so_far=pair.attempts)
         pair.rev = bump_rev(conversation)
         pair.save()
         events.ring(pair.conversation_id, conversation.owner_id)

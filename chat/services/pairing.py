@@ -38,10 +38,6 @@ class Refusal:
     decision: str = ""
 
 
-def _event(pair: ToolPair, what: str, **extra: Any) -> None:
-    pair.timeline = [*pair.timeline, {"at": timezone.now().isoformat(), "event": what, **extra}]
-
-
 def since_last_prompt(conversation_id: int) -> tuple[int, int]:
     """(tool rounds, invalid calls) since the user last wrote."""
     last_prompt = (
@@ -128,13 +124,13 @@ def store_tool_call(
             input=raw_input if isinstance(raw_input, dict) else {"_raw": raw_input},
             block_index=block_index,
         )
-        _event(pair, "requested")
+        pair.record("requested")
         if plan is not None:
             pair.status = plan.status
             pair.decision = plan.decision
             pair.deadline_at = now + dt.timedelta(seconds=plan.deadline_s)
             if plan.status == ToolPair.Status.AWAITING_APPROVAL:
-                _event(pair, plan.decision)
+                pair.record(plan.decision)
         elif refusal is not None:
             pair.decision = refusal.decision or (
                 "invalid input" if refusal.status == "invalid" else "refused"
@@ -144,7 +140,7 @@ def store_tool_call(
             pair.result_content = refusal.message
             pair.is_error = True
             pair.finished_at = now
-            _event(pair, "refused", reason=refusal.message)
+            pair.record("refused", reason=refusal.message)
         pair.rev = bump_rev(conversation)
         pair.save()
         if refusal is not None and refusal.notice:
@@ -201,7 +197,7 @@ def mark_running(pair_id: int, runner: str) -> ToolPair | None:
         pair.runner = runner
         pair.progress = None
         pair.progress_text = ""
-        _event(pair, "started", attempt=pair.attempts, runner=runner)
+        pair.record("started", attempt=pair.attempts, runner=runner)
         pair.rev = bump_rev(conversation)
         pair.save()
         events.ring(pair.conversation_id, conversation.owner_id)
@@ -241,7 +237,7 @@ def finish(
         pair, conversation = locked
         if pair.status not in allowed_from:
             # A late result after a timeout or cancel: record it, never flush it again.
-            _event(pair, "late result ignored", status=status)
+            pair.record("late result ignored", status=status)
             pair.save(update_fields=["timeline"])
             return None
         pair.status = status
@@ -252,7 +248,7 @@ def finish(
             setattr(pair, name, value)
         if status == ToolPair.Status.SUCCEEDED:
             pair.progress = 1.0
-        _event(pair, event)
+        pair.record(event)
         pair.rev = bump_rev(conversation)
         pair.save()
         events.ring(pair.conversation_id, conversation.owner_id)
@@ -350,7 +346,7 @@ def flush_ready(conversation_id: int) -> list[ToolPair]:
         for pair in pairs:
             pair.flushed_at = now
             pair.flush_message = call_message
-            _event(pair, "flushed", seq=call_message.seq)
+            pair.record("flushed", seq=call_message.seq)
             pair.rev = conversation.rev
             pair.save(update_fields=["flushed_at", "flush_message", "timeline", "rev"])
         events.ring(conversation_id, conversation.owner_id)

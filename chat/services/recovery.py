@@ -112,10 +112,7 @@ def _requeue(pair_id: int) -> bool:
         pair, conversation = locked
         pair.status = ToolPair.Status.QUEUED
         pair.runner = ""
-        pair.timeline = [
-            *pair.timeline,
-            {"at": timezone.now().isoformat(), "event": "re-run after a server restart"},
-        ]
+        pair.record("re-run after a server restart")
         pair.rev = bump_rev(conversation)
         pair.save(update_fields=["status", "runner", "timeline", "rev"])
         events.ring(pair.conversation_id, conversation.owner_id)

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import threading
 import time
@@ -9,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.tools.loop_watch import watching_the_loop
 from tools.context import ToolContext
 from tools.errors import ToolError
 from tools.execution import ToolOutcome, execute, get_executor, max_threads, timeout_for
@@ -193,22 +193,12 @@ async def test_it_lets_a_sync_tool_report_progress_from_its_thread():
 
 
 async def test_it_keeps_the_loop_responsive_while_sync_tools_block():
-    ticks: list[float] = []
-
-    async def heartbeat():
-        while True:
-            ticks.append(time.monotonic())
-            await asyncio.sleep(0.05)
-
-    beating = asyncio.create_task(heartbeat())
-    started = time.monotonic()
-    outcomes = await asyncio.gather(*(run(naps, {"seconds": 0.5}) for _ in range(20)))
-    elapsed = time.monotonic() - started
-    beating.cancel()
+    async with watching_the_loop() as watch:
+        outcomes = await asyncio.gather(*(run(naps, {"seconds": 0.5}) for _ in range(20)))
     assert {outcome.content for outcome in outcomes} == {"rested"}
-    assert elapsed < 1.5  # in parallel, not 20 x 0.5 s
-    assert len(ticks) >= 8
-    assert max(b - a for a, b in itertools.pairwise(ticks)) < 0.15
+    assert watch.elapsed < 1.5  # in parallel, not 20 x 0.5 s
+    assert len(watch.ticks) >= 8
+    assert watch.longest_gap < 0.15
 
 
 def test_it_builds_a_tool_result_block():

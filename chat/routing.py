@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from chat.consumers import ConversationConsumer, ConversationListConsumer
+from chat.sockets.consumers import ConversationConsumer, ConversationListConsumer
 
 websocket_urlpatterns = [
     path("ws/conversations/<int:conversation_id>/", ConversationConsumer.as_asgi()),

@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from chat import access, conversation_list, thread_state
+from chat.queries import access, sidebar, thread
 from chat.services import conversations
 from chat.services.errors import UserInputError
 
@@ -19,7 +19,7 @@ def _user_id(request: HttpRequest) -> int:
 
 @require_GET
 def index(request: HttpRequest) -> HttpResponse:
-    return render(request, "chat/index.html", conversation_list.context(_user_id(request)))
+    return render(request, "chat/index.html", sidebar.context(_user_id(request)))
 
 
 @require_POST
@@ -31,7 +31,7 @@ def new_conversation(request: HttpRequest) -> HttpResponse:
 @require_GET
 def conversation_page(request: HttpRequest, conversation_id: int) -> HttpResponse:
     conversation = access.get_owned_or_404(request.user, conversation_id)
-    views, seq = thread_state.page(conversation)
+    views, seq = thread.page(conversation)
     return render(
         request,
         "chat/conversation.html",
@@ -39,7 +39,7 @@ def conversation_page(request: HttpRequest, conversation_id: int) -> HttpRespons
             "conversation": conversation,
             "views": views,
             "seq": seq,
-            **conversation_list.context(_user_id(request), conversation.pk),
+            **sidebar.context(_user_id(request), conversation.pk),
         },
     )
 

@@ -14,8 +14,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from chat.engine import EngineMiddleware  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
+from chat.runtime.engine import EngineMiddleware  # noqa: E402
 
 application = EngineMiddleware(
     ProtocolTypeRouter(

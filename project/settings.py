@@ -106,7 +106,7 @@ else:
     CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}
     }
-# The cache holds the per-user message rate limit (chat.ratelimit): shared through Redis by
+# The cache holds the per-user message rate limit (chat.sockets.ratelimit): shared through Redis by
 # every process when REDIS_URL is set, per process in local memory otherwise.
 CACHES = {
     "default": (

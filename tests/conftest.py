@@ -12,9 +12,10 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from chat import client as model_client
-from chat import engine, ratelimit
+from chat.modelapi import client as model_client
 from chat.models import Conversation
+from chat.runtime import engine
+from chat.sockets import ratelimit
 
 User = get_user_model()
 

@@ -18,8 +18,8 @@ from typing import Any, NoReturn
 from django.db import transaction
 from django.utils import timezone
 
-from chat import events
 from chat.models import Conversation, ToolPair
+from chat.runtime import events
 from chat.services import pairing, policy
 from chat.services.conversations import bump_rev
 from chat.services.errors import NotAllowed, UserInputError

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.db import transaction
 
-from chat import events
 from chat.models import Conversation
+from chat.runtime import events
 from chat.services.errors import UserInputError
 
 TITLE_MAX = 200

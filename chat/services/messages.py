@@ -7,8 +7,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from chat import engine, events
 from chat.models import Conversation, Message
+from chat.runtime import engine, events
 from chat.services.conversations import bump_rev, derive_title, lock
 from chat.services.errors import UserInputError
 

@@ -17,8 +17,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from chat import engine, events
 from chat.models import Conversation, Message, ToolPair
+from chat.runtime import engine, events
 from chat.services import policy
 from chat.services.conversations import bump_rev, lock
 from chat.services.messages import append
@@ -161,7 +161,7 @@ def store_tool_call(
 def enqueue_run(pair_id: int) -> None:
     """Hand a queued pair to the task backend. While queued, ``heartbeat_at`` says when it
     was last handed over, so the sweeper re-enqueues a lost task only once in a while."""
-    from chat.tasks import run_tool_pair
+    from chat.runtime.tasks import run_tool_pair
 
     ToolPair.objects.filter(pk=pair_id, status=ToolPair.Status.QUEUED).update(
         heartbeat_at=timezone.now()

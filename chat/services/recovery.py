@@ -16,15 +16,15 @@ from django.db import transaction
 from django.db.models import F, Max, Q
 from django.utils import timezone
 
-from chat import engine, events
 from chat.models import Conversation, Message, ToolPair
+from chat.runtime import engine, events
 from chat.services import pairing
 from chat.services.conversations import bump_rev, lock
 from tools.registry import registry
 
 logger = logging.getLogger(__name__)
 
-# A running tool writes a heartbeat with its progress at least this often (see chat.tasks).
+# A running tool writes a heartbeat with its progress at least this often (see chat.runtime.tasks).
 HEARTBEAT_STALE_S = 30.0
 QUEUED_STALE_S = 10.0
 MAX_RUNS = 3  # a call safe to repeat is re-run after a restart until it has started this often

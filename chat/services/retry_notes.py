@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from chat import events
 from chat.models import Message
+from chat.runtime import events
 from chat.services.conversations import bump_rev, lock
 
 

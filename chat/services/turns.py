@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db.models import Max, Q
 from django.utils import timezone
 
-from chat import history
+from chat.modelapi import history
 from chat.models import Conversation, Message, ToolPair
 from chat.services import pairing, policy
 from chat.services.pairing import OPEN, since_last_prompt

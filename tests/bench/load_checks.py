@@ -8,7 +8,7 @@ object: whether the conversations of users named ``load*`` are quiet, and what t
   flushed call message and its tool_result in exactly one result message, and every tool_use a
   reply streamed has a ToolPair;
 * no request refused by the simulator's validator: such a refusal is a 400 that Tandem turns
-  into a reply with the error "The API rejected the request: ..." (chat/upstream.py).
+  into a reply with the error "The API rejected the request: ..." (chat/modelapi/error_texts.py).
 """
 
 from __future__ import annotations

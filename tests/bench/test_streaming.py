@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from chat import broadcast, engine
-from chat import client as model_client
+from chat.modelapi import client as model_client
 from chat.models import Message
+from chat.runtime import broadcast, engine
 from tests.bench.measure import count_writes, parse
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async as db
 
-from chat import client as model_client
-from chat import engine
+from chat.modelapi import client as model_client
 from chat.models import Conversation, ToolPair
+from chat.runtime import engine
 from chat.services import messages, pairing
 from tests.bench.measure import Frame, median, parse, summary_ms
 

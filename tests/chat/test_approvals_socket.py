@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from chat import engine
 from chat.models import Conversation, Message, ToolPair
+from chat.runtime import engine
 from chat.services import approvals
 from tests.conftest import frames_until
 from tools.models import ToolPolicy

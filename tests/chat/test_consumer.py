@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async as db
 
-from chat import engine
 from chat.models import Message
+from chat.runtime import engine
 from tests.conftest import frames_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -68,7 +68,7 @@ async def test_it_rejects_an_empty_message_with_a_clear_error(
 async def test_it_catches_up_a_socket_that_joins_mid_stream(
     connect: Any, owner: Any, conversation: Any
 ) -> None:
-    from chat.client import simulator
+    from chat.modelapi.client import simulator
 
     simulator().tokens_per_second = 200.0
     first = await connect(owner, conversation.pk)
@@ -86,7 +86,7 @@ async def test_it_catches_up_a_socket_that_joins_mid_stream(
 async def test_it_stops_a_streaming_reply_and_keeps_the_thread_valid(
     connect: Any, owner: Any, conversation: Any
 ) -> None:
-    from chat.client import simulator
+    from chat.modelapi.client import simulator
 
     simulator().tokens_per_second = 100.0
     socket = await connect(owner, conversation.pk)
@@ -137,7 +137,7 @@ async def test_it_updates_the_title_and_the_list_live(
 async def test_it_streams_thinking_to_a_tab_that_joins_mid_reply_without_gaps(
     connect: Any, owner: Any, conversation: Any
 ) -> None:
-    from chat.client import simulator
+    from chat.modelapi.client import simulator
     from chat.services.conversations import update_settings
 
     await db(update_settings)(conversation.pk, system_prompt="", thinking=True)

@@ -18,8 +18,8 @@ from django.utils.html import escape
 from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
-from chat import frames_in, ratelimit
 from chat.models import Conversation, Message, ToolPair
+from chat.sockets import inbound, ratelimit
 from tests.conftest import session_cookie
 from tests.security.sockets import communicator, foreign_rows, snapshot, socket_stack
 
@@ -60,7 +60,7 @@ def _frames(ids: list[int]) -> st.SearchStrategy[str | bytes]:
     aimed = st.builds(  # well-formed, at the other conversation's rows or at no row at all
         lambda action, id: {"type": action[0], action[1]: id},
         st.sampled_from(AIMED),
-        st.sampled_from(ids) | st.integers(1, frames_in.MAX_ID),
+        st.sampled_from(ids) | st.integers(1, inbound.MAX_ID),
     )
     return st.one_of(
         _json.map(json.dumps),
@@ -75,8 +75,8 @@ def _frames(ids: list[int]) -> st.SearchStrategy[str | bytes]:
 
 def _expected(frame: str | bytes, conversation_id: int) -> object:
     text, data = (None, frame) if isinstance(frame, bytes) else (frame, None)
-    return frames_in.parse(
-        frames_in.decode(text, data, max_chars=MAX_CHARS),
+    return inbound.parse(
+        inbound.decode(text, data, max_chars=MAX_CHARS),
         conversation_id=conversation_id,
         max_chars=MAX_CHARS,
     )
@@ -102,15 +102,15 @@ async def _exchange(
         key = "bytes" if isinstance(frame, bytes) else "text"
         await socket.send_input({"type": "websocket.receive", key: frame})  # empty frames too
         expected = _expected(frame, conversation_id)
-        if isinstance(expected, frames_in.Sync):
+        if isinstance(expected, inbound.Sync):
             await _answer(socket, 'id="sync-cursor"')
             continue
         answer = await _answer(socket, 'id="composer-error"')
         cleared = answer.endswith('hx-swap-oob="true"></div>')
-        if isinstance(expected, frames_in.Send):
+        if isinstance(expected, inbound.Send):
             assert cleared  # accepted: the error line is cleared
             sent += 1
-        elif isinstance(expected, frames_in.FrameError):
+        elif isinstance(expected, inbound.FrameError):
             assert escape(expected.text) in answer
         else:  # stop, retry, cancel, approve, deny: nothing of this conversation qualifies
             assert not cleared

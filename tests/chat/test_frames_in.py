@@ -1,4 +1,4 @@
-"""chat.frames_in: every frame a browser may send becomes a typed action or a clear refusal."""
+"""chat.sockets.inbound: every frame a browser may send becomes a typed action or a refusal."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chat import frames_in
-from chat.frames_in import (
+from chat.sockets import inbound
+from chat.sockets.inbound import (
     Approve,
     Cancel,
     Deny,
@@ -26,11 +26,11 @@ CONVERSATION = 7
 
 
 def parse(content: object) -> object:
-    return frames_in.parse(content, conversation_id=CONVERSATION, max_chars=LIMIT)
+    return inbound.parse(content, conversation_id=CONVERSATION, max_chars=LIMIT)
 
 
 def parse_text(text: str | None, data: bytes | None = None) -> object:
-    return parse(frames_in.decode(text, data, max_chars=LIMIT))
+    return parse(inbound.decode(text, data, max_chars=LIMIT))
 
 
 @pytest.mark.parametrize(
@@ -58,15 +58,15 @@ def test_it_ignores_unknown_fields_such_as_htmx_headers() -> None:
 @pytest.mark.parametrize(
     ("text", "data", "error"),
     [
-        (None, b"\x00\x01", frames_in.NOT_TEXT),
-        (None, None, frames_in.NOT_TEXT),
-        ("{not json", None, frames_in.NOT_JSON),
-        ("", None, frames_in.NOT_JSON),
-        ("[" * 100_000 + "]" * 100_000, None, frames_in.NOT_JSON),  # nesting beyond recursion
-        ("1" * 5000, None, frames_in.NOT_JSON),  # beyond Python's int digit limit
-        ("[1, 2]", None, frames_in.NOT_OBJECT),
-        ('"send"', None, frames_in.NOT_OBJECT),
-        ("null", None, frames_in.NOT_OBJECT),
+        (None, b"\x00\x01", inbound.NOT_TEXT),
+        (None, None, inbound.NOT_TEXT),
+        ("{not json", None, inbound.NOT_JSON),
+        ("", None, inbound.NOT_JSON),
+        ("[" * 100_000 + "]" * 100_000, None, inbound.NOT_JSON),  # nesting beyond recursion
+        ("1" * 5000, None, inbound.NOT_JSON),  # beyond Python's int digit limit
+        ("[1, 2]", None, inbound.NOT_OBJECT),
+        ('"send"', None, inbound.NOT_OBJECT),
+        ("null", None, inbound.NOT_OBJECT),
     ],
 )
 def test_it_refuses_frames_that_are_not_json_objects(
@@ -76,7 +76,7 @@ def test_it_refuses_frames_that_are_not_json_objects(
 
 
 def test_it_refuses_an_oversized_frame_before_decoding_it() -> None:
-    limit = frames_in.max_frame_chars(LIMIT)
+    limit = inbound.max_frame_chars(LIMIT)
     result = parse_text(json.dumps({"type": "send", "text": "x" * limit}))
     assert isinstance(result, FrameError)
     assert "too large" in result.text
@@ -85,20 +85,20 @@ def test_it_refuses_an_oversized_frame_before_decoding_it() -> None:
 def test_it_leaves_room_in_a_frame_for_the_longest_escaped_message() -> None:
     text = "\U0001f600" * 20_000
     frame = json.dumps({"type": "send", "text": text})  # ascii escapes: 12 chars each
-    assert frames_in.parse(
-        frames_in.decode(frame, None, max_chars=20_000), conversation_id=1, max_chars=20_000
+    assert inbound.parse(
+        inbound.decode(frame, None, max_chars=20_000), conversation_id=1, max_chars=20_000
     ) == Send(text=text)
 
 
 @pytest.mark.parametrize(
     ("content", "error"),
     [
-        ({}, frames_in.NO_TYPE),
-        ({"text": "hi"}, frames_in.NO_TYPE),
-        ({"type": "explode"}, frames_in.UNKNOWN_ACTION),
-        ({"type": 3}, frames_in.UNKNOWN_ACTION),
-        ({"type": None}, frames_in.UNKNOWN_ACTION),
-        ({"type": ["send"]}, frames_in.UNKNOWN_ACTION),
+        ({}, inbound.NO_TYPE),
+        ({"text": "hi"}, inbound.NO_TYPE),
+        ({"type": "explode"}, inbound.UNKNOWN_ACTION),
+        ({"type": 3}, inbound.UNKNOWN_ACTION),
+        ({"type": None}, inbound.UNKNOWN_ACTION),
+        ({"type": ["send"]}, inbound.UNKNOWN_ACTION),
     ],
 )
 def test_it_refuses_a_missing_or_unknown_type(content: dict[str, object], error: str) -> None:
@@ -141,7 +141,7 @@ def test_it_refuses_a_cursor_that_is_not_a_whole_number(seq: object) -> None:
 
 @pytest.mark.parametrize("text", ["", " ", "\n\t  \n", "\u3000"])
 def test_it_refuses_an_empty_or_blank_message(text: str) -> None:
-    assert parse({"type": "send", "text": text}) == FrameError(frames_in.EMPTY_MESSAGE)
+    assert parse({"type": "send", "text": text}) == FrameError(inbound.EMPTY_MESSAGE)
 
 
 def test_it_refuses_a_message_over_the_limit_and_says_the_limit() -> None:
@@ -153,8 +153,8 @@ def test_it_refuses_a_message_over_the_limit_and_says_the_limit() -> None:
 
 @pytest.mark.parametrize("text", ["a\x00b", "lone \ud800 surrogate"])
 def test_it_refuses_text_the_database_cannot_store(text: str) -> None:
-    assert parse({"type": "send", "text": text}) == FrameError(frames_in.BAD_CHARACTERS)
-    assert parse({"type": "deny", "pair": 1, "note": text}) == FrameError(frames_in.BAD_CHARACTERS)
+    assert parse({"type": "send", "text": text}) == FrameError(inbound.BAD_CHARACTERS)
+    assert parse({"type": "deny", "pair": 1, "note": text}) == FrameError(inbound.BAD_CHARACTERS)
 
 
 def test_it_refuses_a_deny_note_that_is_not_a_string() -> None:
@@ -168,7 +168,7 @@ def test_it_refuses_a_frame_that_names_another_conversation(other: object) -> No
         {"type": "send", "text": "hi", "conversation": other},
         {"type": "cancel", "pair": 1, "conversation": other},
     ):
-        assert parse(content) == FrameError(frames_in.OTHER_CONVERSATION)
+        assert parse(content) == FrameError(inbound.OTHER_CONVERSATION)
 
 
 def test_it_accepts_a_frame_that_names_its_own_conversation() -> None:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from chat import history
-from chat.history import PendingCall, RequestOptions, StoredMessage
+from chat.modelapi import history
+from chat.modelapi.history import PendingCall, RequestOptions, StoredMessage
 from chat.simulator.validator import validate_request
 
 OPTIONS = RequestOptions(

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from chat import history
+from chat.modelapi import history
 from chat.simulator.signature import sign_thinking
 from chat.simulator.validator import validate_request
 

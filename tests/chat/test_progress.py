@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from chat.progress import ProgressRelay, Throttle
+from chat.runtime.progress import ProgressRelay, Throttle
 
 
 class FakeTimer:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chat import frames
 from chat.rendering import markdown_to_html, pretty_json, result_text
+from chat.sockets import outbound
 from tests.security.inert import dangers, elements
 
 HOSTILE = [
@@ -107,10 +107,10 @@ def test_it_renders_any_mix_of_hostile_fragments_inert(text: str) -> None:
 @pytest.mark.parametrize("text", HOSTILE)
 def test_it_escapes_streamed_deltas_and_snapshots(text: str) -> None:
     for html in (
-        frames.delta(3, "text", text),
-        frames.replace_stream(3, "text", text),
-        frames.delta(3, "thinking", text),
-        frames.replace_stream(3, "thinking", text),
+        outbound.delta(3, "text", text),
+        outbound.replace_stream(3, "text", text),
+        outbound.delta(3, "thinking", text),
+        outbound.replace_stream(3, "thinking", text),
     ):
         assert [tag for tag, _ in elements(html)] in (["span"], ["div"])
         assert dangers(html) == []
@@ -119,7 +119,7 @@ def test_it_escapes_streamed_deltas_and_snapshots(text: str) -> None:
 def test_it_keeps_a_tag_split_across_deltas_inert() -> None:
     text = "<img src=x onerror=alert(1)><script>alert(2)</script>"
     for cut in range(1, len(text)):
-        for html in (frames.delta(3, "text", text[:cut]), frames.delta(3, "text", text[cut:])):
+        for html in (outbound.delta(3, "text", text[:cut]), outbound.delta(3, "text", text[cut:])):
             assert [tag for tag, _ in elements(html)] == ["span"]
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat.live import TabState
+from chat.sockets import outbound
+from chat.sockets.tab_state import TabState
 
 
 def _streaming(tab: TabState, message_id: int = 7, text: int = 5, thinking: int = 0) -> None:
@@ -55,12 +56,10 @@ class _Pair:
 
 
 def test_it_appends_a_card_stored_mid_stream_once_then_replaces_it(monkeypatch: Any) -> None:
-    from chat import frames
-
     tab = TabState()
     _streaming(tab)
     assert tab.apply_tool_input(7, 1, "toolu_1", "calc", "{}") is not None
-    monkeypatch.setattr(frames, "_render", lambda partial, **ctx: f"<card {ctx['pair'].pk}>")
+    monkeypatch.setattr(outbound, "_render", lambda partial, **ctx: f"<card {ctx['pair'].pk}>")
     pair = _Pair(40, 7, 1)
     first = tab._card(pair)  # type: ignore[arg-type]
     assert "beforeend:#msg-7-tools" in first and 'id="live-7-1" hx-swap-oob="delete"' in first
@@ -69,7 +68,5 @@ def test_it_appends_a_card_stored_mid_stream_once_then_replaces_it(monkeypatch: 
 
 
 def test_it_replaces_cards_of_replies_that_are_not_streaming(monkeypatch: Any) -> None:
-    from chat import frames
-
-    monkeypatch.setattr(frames, "_render", lambda partial, **ctx: f"<card {ctx['pair'].pk}>")
+    monkeypatch.setattr(outbound, "_render", lambda partial, **ctx: f"<card {ctx['pair'].pk}>")
     assert TabState()._card(_Pair(41, 9, 0)) == "<card 41>"  # type: ignore[arg-type]

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from chat import engine
 from chat.models import Message, ToolPair
+from chat.runtime import engine
 from tests.conftest import frames_until
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -14,9 +14,9 @@ import pytest
 from channels.db import database_sync_to_async as db
 from django.test import Client
 
-from chat import client as model_client
-from chat import engine
+from chat.modelapi import client as model_client
 from chat.models import Message, ToolPair
+from chat.runtime import engine
 from tests.conftest import frames_until
 from tools.errors import ToolError
 from tools.registry import registry, spec_from_function

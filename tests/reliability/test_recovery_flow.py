@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async as db
 
-from chat import client as model_client
-from chat import engine, sweeper
+from chat.modelapi import client as model_client
 from chat.models import Conversation, Message, ToolPair
+from chat.runtime import engine, sweeper
 from chat.services import turns
 from tests.conftest import frames_until
 from tests.reliability.helpers import add, dead_instance, eventually, hold_lease, running_pair

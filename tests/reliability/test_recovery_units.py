@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from chat import engine
 from chat.models import Conversation, Message, ToolPair
+from chat.runtime import engine
 from chat.services import pairing, recovery
 from tests.reliability.helpers import HOST, add, dead_instance, hold_lease, running_pair
 from tools.registry import registry, spec_from_function

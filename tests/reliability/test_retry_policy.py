@@ -1,4 +1,4 @@
-"""The retry policy (chat.retry): which failures are asked again, and how long to wait."""
+"""The retry policy (chat.modelapi.retry): which failures are asked again, and how long to wait."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import anthropic
 import httpx2
 import pytest
 
-from chat import retry
+from chat.modelapi import retry
 
 REQUEST = httpx2.Request("POST", "https://api.anthropic.com/v1/messages")
 

@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 from channels.testing import WebsocketCommunicator
 
-from chat import client as model_client
-from chat import engine, retry
+from chat.modelapi import client as model_client
+from chat.modelapi import retry
 from chat.models import Message
+from chat.runtime import engine
 from chat.simulator import Fault, push_fault
 from tests.conftest import frames_until
 

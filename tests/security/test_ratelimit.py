@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from chat import ratelimit
+from chat.sockets import ratelimit
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -67,7 +67,7 @@ def test_it_shares_the_count_between_processes_through_redis(
     user_id = uuid.uuid4().int % 10**12
     now = time.time()
     script = (
-        "import django; django.setup(); from chat import ratelimit; "
+        "import django; django.setup(); from chat.sockets import ratelimit; "
         f"print([ratelimit.allow({user_id}, per_minute=3, now={now}) for _ in range(2)])"
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings", "REDIS_URL": REDIS_URL}

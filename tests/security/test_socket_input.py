@@ -11,8 +11,8 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.utils.html import escape
 
-from chat import consumers, frames_in
 from chat.models import Conversation, Message
+from chat.sockets import consumers, inbound
 from tests.security.sockets import foreign_rows, snapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -40,12 +40,12 @@ async def still_open(socket: WebsocketCommunicator) -> bool:
 @pytest.mark.parametrize(
     ("frame", "error"),
     [
-        ("{nope", frames_in.NOT_JSON),
-        ("", frames_in.NOT_JSON),
-        ("[" * 50_000, frames_in.NOT_JSON),
-        ('["send", "hi"]', frames_in.NOT_OBJECT),
-        ('{"text": "hi"}', frames_in.NO_TYPE),
-        ('{"type": "launch"}', frames_in.UNKNOWN_ACTION),
+        ("{nope", inbound.NOT_JSON),
+        ("", inbound.NOT_JSON),
+        ("[" * 50_000, inbound.NOT_JSON),
+        ('["send", "hi"]', inbound.NOT_OBJECT),
+        ('{"text": "hi"}', inbound.NO_TYPE),
+        ('{"type": "launch"}', inbound.UNKNOWN_ACTION),
         ('{"type": "send"}', 'A "send" frame needs a "text" field.'),
         ('{"type": "cancel"}', 'A "cancel" frame needs a "pair" field.'),
         ('{"type": "send", "text": 5}', '"text" must be a string.'),
@@ -56,9 +56,9 @@ async def still_open(socket: WebsocketCommunicator) -> bool:
         ('{"type": "cancel", "pair": true}', '"pair" must be a positive whole number.'),
         ('{"type": "cancel", "pair": -3}', '"pair" must be a positive whole number.'),
         ('{"type": "sync", "seq": "x", "rev": 0}', '"seq" must be a whole number, 0 or more.'),
-        ('{"type": "send", "text": "   \\n\\t "}', frames_in.EMPTY_MESSAGE),
-        ('{"type": "send", "text": "a\\u0000b"}', frames_in.BAD_CHARACTERS),
-        ('{"type": "send", "text": "\\ud800"}', frames_in.BAD_CHARACTERS),
+        ('{"type": "send", "text": "   \\n\\t "}', inbound.EMPTY_MESSAGE),
+        ('{"type": "send", "text": "a\\u0000b"}', inbound.BAD_CHARACTERS),
+        ('{"type": "send", "text": "\\ud800"}', inbound.BAD_CHARACTERS),
     ],
 )
 async def test_it_answers_a_bad_frame_with_an_error_and_stays_open(
@@ -74,7 +74,7 @@ async def test_it_answers_a_bad_frame_with_an_error_and_stays_open(
 async def test_it_refuses_binary_frames(connect: Any, owner: Any, conversation: Any) -> None:
     socket = await connect(owner, conversation.pk, sync=False)
     await socket.send_to(bytes_data=json.dumps({"type": "send", "text": "hi"}).encode())
-    assert await answer(socket) == escape(frames_in.NOT_TEXT)
+    assert await answer(socket) == escape(inbound.NOT_TEXT)
     assert await prompts(conversation) == []
 
 
@@ -110,7 +110,7 @@ async def test_it_sends_the_error_to_that_socket_only(
     bad = await connect(owner, conversation.pk, sync=False)
     other = await connect(owner, conversation.pk, sync=False)
     await bad.send_to(text_data="{nope")
-    assert await answer(bad) == escape(frames_in.NOT_JSON)
+    assert await answer(bad) == escape(inbound.NOT_JSON)
     assert await other.receive_nothing(timeout=0.2)
 
 
@@ -152,7 +152,7 @@ async def test_it_refuses_a_frame_naming_another_conversation_alike_whether_it_e
     other = foreign["conversation"] if named == "foreign" else 2**40
     socket = await bare_connect(owner, conversation.pk)
     await socket.send_json_to({"type": "send", "text": "hi", "conversation": other})
-    assert await answer(socket) == escape(frames_in.OTHER_CONVERSATION)
+    assert await answer(socket) == escape(inbound.OTHER_CONVERSATION)
     assert await prompts(conversation) == []
 
 
@@ -175,15 +175,13 @@ async def test_it_limits_each_user_to_the_rate_setting(
 async def test_it_slows_down_a_socket_that_floods_frames(
     connect: Any, owner: Any, conversation: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    budget = functools.partial(frames_in.FrameBudget, burst=3, per_second=0.001)
-    monkeypatch.setattr(frames_in, "FrameBudget", budget)
+    budget = functools.partial(inbound.FrameBudget, burst=3, per_second=0.001)
+    monkeypatch.setattr(inbound, "FrameBudget", budget)
     socket = await connect(owner, conversation.pk, sync=False)
     for _ in range(5):
         await socket.send_json_to({"type": "launch"})
     errors = [await answer(socket) for _ in range(5)]
-    assert (
-        errors == [escape(frames_in.UNKNOWN_ACTION)] * 3 + [escape(frames_in.TOO_MANY_FRAMES)] * 2
-    )
+    assert errors == [escape(inbound.UNKNOWN_ACTION)] * 3 + [escape(inbound.TOO_MANY_FRAMES)] * 2
 
 
 async def test_it_closes_a_socket_whose_conversation_was_deleted(

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MARKUP = [
     *sorted((ROOT / "templates").rglob("*.html")),
     *sorted((ROOT / "chat").rglob("templates/**/*.html")),
-    ROOT / "chat" / "frames.py",
+    ROOT / "chat" / "sockets" / "outbound.py",
     ROOT / "chat" / "admin.py",
 ]
 FORBIDDEN = {

@@ -8,8 +8,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import Client
 
-from chat import engine
 from chat.models import Conversation, Message
+from chat.runtime import engine
 from tests.conftest import frames_until
 from tests.security.inert import dangers
 

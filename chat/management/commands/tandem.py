@@ -11,7 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from chat.client import uses_simulator
+from chat.modelapi.client import uses_simulator
 
 DEMO_USERS = [
     ("alice", "alice-tandem-demo", False),
@@ -47,7 +47,7 @@ class Command(BaseCommand):
         # a restarted server that nobody opens must still re-run or answer its tools.
         from daphne.server import twisted_loop
 
-        from chat import engine
+        from chat.runtime import engine
 
         twisted_loop.call_soon(engine.bind, twisted_loop)
         CommandLineInterface().run(["-b", host, "-p", str(port), "project.asgi:application"])

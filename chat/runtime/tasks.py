@@ -14,9 +14,9 @@ from channels.db import database_sync_to_async as db
 from django.conf import settings
 from django.tasks import task
 
-from chat import engine, events
 from chat.models import ToolPair
-from chat.progress import ProgressRelay
+from chat.runtime import engine, events
+from chat.runtime.progress import ProgressRelay
 from chat.services import pairing
 from tools.context import ToolContext
 from tools.execution import execute

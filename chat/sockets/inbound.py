@@ -16,7 +16,7 @@ MIN_FRAME_CHARS = 256 * 1024
 MAX_ID = 2**63 - 1  # the largest value a database id or counter can hold
 
 # Per socket: a burst of this many frames, refilled at this many per second. Messages have
-# their own per-user limit (chat.ratelimit); this one bounds the cheap-looking frames (sync,
+# their own per-user limit (chat.sockets.ratelimit); this one bounds the cheap-looking frames (sync,
 # stop, cancel...) that still cost a database query each.
 FRAME_BURST = 60
 FRAMES_PER_SECOND = 10.0

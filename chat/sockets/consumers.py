@@ -12,11 +12,13 @@ from channels.db import database_sync_to_async as db
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from chat import access, events, frames, frames_in, ratelimit, thread_state
-from chat.live import TabState
 from chat.models import Conversation
+from chat.queries import access, thread
+from chat.runtime import events
 from chat.services import approvals, messages, pairing
 from chat.services.errors import NotAllowed, UserInputError
+from chat.sockets import inbound, outbound, ratelimit
+from chat.sockets.tab_state import TabState
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +31,7 @@ class GroupSocket(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     """A signed-in socket that follows one channel-layer group until it closes."""
 
     group = ""
-    budget: frames_in.FrameBudget
+    budget: inbound.FrameBudget
 
     async def signed_in_user(self) -> Any:
         """The user, or None after closing the socket with 4403."""
@@ -41,7 +43,7 @@ class GroupSocket(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def join(self, group: str) -> None:
         self.group = group
-        self.budget = frames_in.FrameBudget()
+        self.budget = inbound.FrameBudget()
         await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
 
@@ -68,22 +70,22 @@ class ConversationConsumer(GroupSocket):
     # --- from the browser ----------------------------------------------------------------
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        """Each frame is parsed by chat.frames_in; a refused one gets an error frame, no more."""
+        """Each frame is parsed by chat.sockets.inbound; a refused one gets an error frame."""
         if not self.budget.take(time.monotonic()):
-            await self.send_error(frames_in.TOO_MANY_FRAMES)
+            await self.send_error(inbound.TOO_MANY_FRAMES)
             return
         limit = settings.TANDEM_MAX_MESSAGE_CHARS
-        action = frames_in.parse(
-            frames_in.decode(text_data, bytes_data, max_chars=limit),
+        action = inbound.parse(
+            inbound.decode(text_data, bytes_data, max_chars=limit),
             conversation_id=self.conversation_id,
             max_chars=limit,
         )
-        if isinstance(action, frames_in.FrameError):
+        if isinstance(action, inbound.FrameError):
             await self.send_error(action.text)
             return
         handler = self.actions.get(action.type)
         if handler is None:
-            await self.send_error(frames_in.UNKNOWN_ACTION)
+            await self.send_error(inbound.UNKNOWN_ACTION)
             return
         try:
             await handler(self, action)
@@ -92,32 +94,32 @@ class ConversationConsumer(GroupSocket):
         except Conversation.DoesNotExist:  # the conversation was deleted while this socket was open
             await self.close(code=CLOSE_NOT_FOUND)
 
-    async def do_sync(self, action: frames_in.Sync) -> None:
+    async def do_sync(self, action: inbound.Sync) -> None:
         self.tab.seq = action.seq
         self.tab.rev = action.rev
         self.tab.streams.clear()
         await self.push_changes(resync=True)
 
-    async def do_send(self, action: frames_in.Send) -> None:
+    async def do_send(self, action: inbound.Send) -> None:
         await self.check_rate()
         await db(messages.post_user_message)(self.conversation_id, action.text)
-        await self.send(text_data=frames.error(""))
+        await self.send(text_data=outbound.error(""))
 
-    async def do_stop(self, action: frames_in.Stop) -> None:
+    async def do_stop(self, action: inbound.Stop) -> None:
         if not await db(messages.request_stop)(self.conversation_id, action.message):
             raise UserInputError("That reply is not streaming any more.")
 
-    async def do_retry(self, action: frames_in.Retry) -> None:
+    async def do_retry(self, action: inbound.Retry) -> None:
         await self.check_rate()  # a retry asks the model again, like a message
         if not await db(messages.retry_reply)(self.conversation_id, action.message):
             raise UserInputError("That reply cannot be retried.")
 
-    async def do_cancel(self, action: frames_in.Cancel) -> None:
+    async def do_cancel(self, action: inbound.Cancel) -> None:
         pair = await db(access.owned_pair)(self.scope["user"], self.conversation_id, action.pair)
         if pair is None or await db(pairing.cancel)(pair.pk, by="the user") is None:
             raise UserInputError("That tool call is not running any more.")
 
-    async def do_approve(self, action: frames_in.Approve) -> None:
+    async def do_approve(self, action: inbound.Approve) -> None:
         try:
             await db(approvals.approve)(
                 action.pair, self.scope["user"], conversation_id=self.conversation_id
@@ -125,7 +127,7 @@ class ConversationConsumer(GroupSocket):
         except NotAllowed as exc:
             raise UserInputError(str(exc)) from None
 
-    async def do_deny(self, action: frames_in.Deny) -> None:
+    async def do_deny(self, action: inbound.Deny) -> None:
         try:
             await db(approvals.deny)(
                 action.pair,
@@ -147,7 +149,7 @@ class ConversationConsumer(GroupSocket):
     }
 
     async def send_error(self, text: str) -> None:
-        await self.send(text_data=frames.error(text))
+        await self.send(text_data=outbound.error(text))
 
     async def check_rate(self) -> None:
         per_minute = settings.TANDEM_RATE_LIMIT_PER_MINUTE
@@ -157,7 +159,7 @@ class ConversationConsumer(GroupSocket):
     # --- from the channel layer ------------------------------------------------------------
 
     async def push_changes(self, *, resync: bool = False) -> None:
-        changes = await db(thread_state.changes_since)(
+        changes = await db(thread.changes_since)(
             self.conversation_id, self.tab.seq, self.tab.rev, resync=resync
         )
         if changes is None:
@@ -193,7 +195,9 @@ class ConversationConsumer(GroupSocket):
             await self.send(text_data=frame)
 
     async def tool_progress(self, event: dict[str, Any]) -> None:
-        await self.send(text_data=frames.progress(event["pair"], event["fraction"], event["text"]))
+        await self.send(
+            text_data=outbound.progress(event["pair"], event["fraction"], event["text"])
+        )
 
 
 def _int(value: object) -> int:
@@ -225,5 +229,5 @@ class ConversationListConsumer(GroupSocket):
 
     async def push(self) -> None:
         await self.send(
-            text_data=await db(frames.conversation_list)(self.scope["user"].pk, self.current)
+            text_data=await db(outbound.conversation_list)(self.scope["user"].pk, self.current)
         )

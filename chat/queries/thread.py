@@ -7,8 +7,8 @@ from typing import Any
 
 from django.db.models import Max, Prefetch, Q
 
-from chat import engine
 from chat.models import Conversation, Message, ToolPair
+from chat.runtime import engine
 
 
 @dataclass

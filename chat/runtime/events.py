@@ -14,7 +14,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from chat import engine
+from chat.runtime import engine
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from chat import events
+from chat.runtime import events
 
 
 @dataclass

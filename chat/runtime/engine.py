@@ -3,7 +3,7 @@
 Everything here runs on one event loop, the ASGI server's, bound on the first request or
 socket. Other threads reach it only through ``kick`` and friends, which hop onto the loop
 with ``call_soon_threadsafe``. The in-memory channel layer is not thread-safe, which is why
-publishing also happens on this loop (see ``chat.events``).
+publishing also happens on this loop (see ``chat.runtime.events``).
 """
 
 from __future__ import annotations
@@ -65,11 +65,11 @@ def bind(loop: asyncio.AbstractEventLoop) -> None:
         _tools.clear()
     # Import the runner (and with it the SDK, about a second) now, not on the first message,
     # where it would stall the loop and every socket on it.
-    import chat.runner  # noqa: F401
+    import chat.runtime.runner  # noqa: F401
     from tools import task_backend
 
     task_backend.bind_loop(loop)
-    from chat import sweeper
+    from chat.runtime import sweeper
 
     spawn(sweeper.run_forever())
 
@@ -121,7 +121,7 @@ def _kick(conversation_id: int) -> None:
     if running is not None and not running.done():
         _rekick.add(conversation_id)
         return
-    from chat.runner import run_conversation
+    from chat.runtime.runner import run_conversation
 
     _runners[conversation_id] = spawn(_run(conversation_id, run_conversation))
 

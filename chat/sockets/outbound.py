@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 from django.utils.html import format_html
 
 from chat.models import ToolPair
-from chat.thread_state import MessageView
+from chat.queries.thread import MessageView
 
 TEMPLATE = "chat/conversation.html"
 
@@ -96,7 +96,7 @@ def error(text: str) -> str:
 
 
 def conversation_list(user_id: int, current: int | None) -> str:
-    from chat import conversation_list as listing
+    from chat.queries import sidebar as listing
 
     return render_to_string(
         "chat/_sidebar.html#list", {**listing.context(user_id, current), "oob": True}

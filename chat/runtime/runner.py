@@ -4,8 +4,9 @@ One runner per conversation at a time (the lease makes that true across processe
 going while there is something to answer, so a user message that arrives mid-stream and a
 tool result that arrives at any moment are both answered by the next turn.
 
-A failure before the first stream event is retried here (policy in ``chat.retry``), with the
-wait shown on the reply; any later failure keeps what was streamed and ends the reply in error.
+A failure before the first stream event is retried here (policy in
+``chat.modelapi.retry``), with the wait shown on the reply; any later failure keeps what
+was streamed and ends the reply in error.
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ import httpx2
 from channels.db import database_sync_to_async as db
 from django.conf import settings
 
-from chat import engine, retry
-from chat.broadcast import ReplyBroadcaster
-from chat.client import get_client
+from chat.modelapi import retry
+from chat.modelapi.client import get_client
+from chat.modelapi.error_texts import TRUNCATED, describe_error, retrying_text
 from chat.models import Message
+from chat.runtime import engine
+from chat.runtime.broadcast import ReplyBroadcaster
 from chat.services import messages, pairing, retry_notes, turns
-from chat.upstream import TRUNCATED, describe_error, retrying_text
 
 logger = logging.getLogger(__name__)
 

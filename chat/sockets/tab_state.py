@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from chat import frames
 from chat.models import Message, ToolPair
-from chat.thread_state import Changes
+from chat.queries.thread import Changes
+from chat.sockets import outbound
 
 
 @dataclass
@@ -28,9 +28,9 @@ class TabState:
     def apply_changes(self, changes: Changes) -> list[str]:
         out: list[str] = []
         if changes.new:
-            out.append(frames.append_messages(changes.new))
+            out.append(outbound.append_messages(changes.new))
         for view in changes.changed:
-            out.append(frames.replace_message(view))
+            out.append(outbound.replace_message(view))
         for view in [*changes.new, *changes.changed]:
             self.known.add(view.id)
             self.live_tools = {k for k in self.live_tools if k[0] != view.id}
@@ -44,10 +44,10 @@ class TabState:
         for pair in changes.pairs:
             out.append(self._card(pair))
         if changes.rev > self.rev or not out:
-            out.append(frames.title(changes.title))
+            out.append(outbound.title(changes.title))
         self.seq = max(self.seq, changes.seq)
         self.rev = max(self.rev, changes.rev)
-        out.append(frames.cursor(self.seq, self.rev))
+        out.append(outbound.cursor(self.seq, self.rev))
         return out
 
     def _card(self, pair: ToolPair) -> str:
@@ -55,13 +55,13 @@ class TabState:
         live card of its input was. Any other card the tab already shows: replace it."""
         streaming = (pair.message_id, "text") in self.streams
         if not streaming or pair.pk in self.pairs:
-            return frames.replace_card(pair)
+            return outbound.replace_card(pair)
         self.pairs.add(pair.pk)
         live = (pair.message_id, pair.block_index)
         had_live_card = live in self.live_tools
         self.live_tools.discard(live)
         self.stored_tools.add(live)
-        return frames.append_card(pair, remove_live=had_live_card)
+        return outbound.append_card(pair, remove_live=had_live_card)
 
     def apply_delta(self, message_id: int, channel: str, offset: int, text: str) -> str | None:
         """The part of a delta the tab lacks; None if it has it, or cannot place it yet."""
@@ -72,7 +72,7 @@ class TabState:
         if end <= delivered or offset > delivered:
             return None  # a repeat, or a gap that the next snapshot fills
         self.streams[(message_id, channel)] = end
-        return frames.delta(message_id, channel, text[delivered - offset :])
+        return outbound.delta(message_id, channel, text[delivered - offset :])
 
     def apply_snapshot(self, message_id: int, texts: dict[str, str]) -> str | None:
         out = []
@@ -81,7 +81,7 @@ class TabState:
             if delivered is None or len(text) <= delivered:
                 continue
             self.streams[(message_id, channel)] = len(text)
-            out.append(frames.replace_stream(message_id, channel, text))
+            out.append(outbound.replace_stream(message_id, channel, text))
         return "".join(out) or None
 
     def apply_tool_input(
@@ -94,7 +94,7 @@ class TabState:
             return None  # a late frame of input that is already a stored call's card
         new = key not in self.live_tools
         self.live_tools.add(key)
-        return frames.tool_input(message_id, index, tool_use_id, name, snapshot, new=new)
+        return outbound.tool_input(message_id, index, tool_use_id, name, snapshot, new=new)
 
     def needs_refresh(self, message_id: int) -> bool:
         """A delta for a message this tab has never seen: its doorbell is late."""

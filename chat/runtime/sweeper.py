@@ -8,7 +8,7 @@ import logging
 from channels.db import database_sync_to_async as db
 from django.conf import settings
 
-from chat import engine
+from chat.runtime import engine
 from chat.services import pairing, recovery
 
 logger = logging.getLogger(__name__)

@@ -1,0 +1,1 @@
+"""The model API side: client factory, retry policy, error texts, the request history."""

@@ -1,0 +1,1 @@
+"""Read-side queries: the thread, the sidebar, access checks. Nothing here changes state."""

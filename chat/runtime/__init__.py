@@ -1,0 +1,1 @@
+"""The runtime on the server loop: engine, turn runner, sweeper, tool tasks, events."""

@@ -1,0 +1,1 @@
+"""The WebSocket side: consumers, inbound frames, outbound fragments, tab state, limits."""

@@ -4,6 +4,10 @@ Everything here runs on one event loop, the ASGI server's, bound on the first re
 socket. Other threads reach it only through ``kick`` and friends, which hop onto the loop
 with ``call_soon_threadsafe``. The in-memory channel layer is not thread-safe, which is why
 publishing also happens on this loop (see ``chat.runtime.events``).
+
+The engine is the bottom of the runtime: it never imports what it runs. ``ChatConfig.ready()``
+hands it the turn runner, the tool task and the background loops with ``wire()`` at start-up,
+the way Django hands signals their receivers.
 """
 
 from __future__ import annotations
@@ -48,12 +52,37 @@ class ToolHandle:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def bound_loop() -> asyncio.AbstractEventLoop | None:
-    return _loop
+@dataclass(frozen=True)
+class Wiring:
+    """What the engine runs, handed to it at start-up (see ``chat.apps.ChatConfig.ready``)."""
+
+    run_turn: Callable[[int], Awaitable[None]]  # answer one conversation (the turn runner)
+    enqueue_tool: Callable[[int], object]  # hand a queued tool pair to the task backend
+    background: tuple[Callable[[], Coroutine[Any, Any, None]], ...] = ()  # loops, like the sweeper
+    on_bind: tuple[Callable[[asyncio.AbstractEventLoop], None], ...] = ()  # told the server loop
+
+
+_wiring: Wiring | None = None
+
+
+def wire(wiring: Wiring) -> None:
+    global _wiring
+    _wiring = wiring
+
+
+def wired() -> Wiring:
+    if _wiring is None:
+        raise RuntimeError("The runtime is not wired: chat.apps.ChatConfig.ready() calls wire().")
+    return _wiring
+
+
+def enqueue_tool(pair_id: int) -> None:
+    """Start a queued tool pair through the task backend the app was wired with."""
+    wired().enqueue_tool(pair_id)
 
 
 def bind(loop: asyncio.AbstractEventLoop) -> None:
-    """Adopt the server's loop (idempotent) and start the background sweeper on it."""
+    """Adopt the server's loop (idempotent) and start the background loops on it."""
     global _loop
     with _bind_lock:
         if _loop is loop and not loop.is_closed():
@@ -63,15 +92,11 @@ def bind(loop: asyncio.AbstractEventLoop) -> None:
         _replies.clear()
         _live.clear()
         _tools.clear()
-    # Import the runner (and with it the SDK, about a second) now, not on the first message,
-    # where it would stall the loop and every socket on it.
-    import chat.runtime.runner  # noqa: F401
-    from tools import task_backend
-
-    task_backend.bind_loop(loop)
-    from chat.runtime import sweeper
-
-    spawn(sweeper.run_forever())
+    wiring = wired()
+    for hook in wiring.on_bind:
+        hook(loop)
+    for loop_forever in wiring.background:
+        spawn(loop_forever())
 
 
 def spawn(coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
@@ -121,9 +146,7 @@ def _kick(conversation_id: int) -> None:
     if running is not None and not running.done():
         _rekick.add(conversation_id)
         return
-    from chat.runtime.runner import run_conversation
-
-    _runners[conversation_id] = spawn(_run(conversation_id, run_conversation))
+    _runners[conversation_id] = spawn(_run(conversation_id, wired().run_turn))
 
 
 async def _run(conversation_id: int, fn: Callable[[int], Awaitable[None]]) -> None:

@@ -161,12 +161,10 @@ def store_tool_call(
 def enqueue_run(pair_id: int) -> None:
     """Hand a queued pair to the task backend. While queued, ``heartbeat_at`` says when it
     was last handed over, so the sweeper re-enqueues a lost task only once in a while."""
-    from chat.runtime.tasks import run_tool_pair
-
     ToolPair.objects.filter(pk=pair_id, status=ToolPair.Status.QUEUED).update(
         heartbeat_at=timezone.now()
     )
-    run_tool_pair.enqueue(pair_id)
+    engine.enqueue_tool(pair_id)
 
 
 def lock_pair(pair_id: int) -> tuple[ToolPair, Conversation] | None:

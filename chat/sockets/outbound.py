@@ -12,6 +12,7 @@ from django.template.loader import render_to_string
 from django.utils.html import format_html
 
 from chat.models import ToolPair
+from chat.queries import sidebar
 from chat.queries.thread import MessageView
 
 TEMPLATE = "chat/conversation.html"
@@ -96,10 +97,8 @@ def error(text: str) -> str:
 
 
 def conversation_list(user_id: int, current: int | None) -> str:
-    from chat.queries import sidebar as listing
-
     return render_to_string(
-        "chat/_sidebar.html#list", {**listing.context(user_id, current), "oob": True}
+        "chat/_sidebar.html#list", {**sidebar.context(user_id, current), "oob": True}
     )
 
 

@@ -6,12 +6,17 @@ best-effort live deltas.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
 from django.utils import timezone
+
+
+class IllegalTransition(ValueError):
+    """A tool pair was asked to move to a status its lifecycle does not allow from here."""
 
 
 def default_model() -> str:
@@ -128,13 +133,33 @@ class ToolPair(models.Model):
         CANCELLED = "cancelled"
         DENIED = "denied"
 
-    FINISHED = (
-        Status.SUCCEEDED,
-        Status.FAILED,
-        Status.TIMED_OUT,
-        Status.CANCELLED,
-        Status.DENIED,
+    # The lifecycle. A new pair starts queued, held for approval, or already refused; an open
+    # pair waits for its result; a finished one keeps it. ``move_to`` is the only way to change
+    # the status, and these tables are the only statement of which moves are legal.
+    OPEN = frozenset({Status.AWAITING_APPROVAL, Status.QUEUED, Status.RUNNING})
+    FINISHED = frozenset(
+        {Status.SUCCEEDED, Status.FAILED, Status.TIMED_OUT, Status.CANCELLED, Status.DENIED}
     )
+    INITIAL = frozenset({Status.QUEUED, Status.AWAITING_APPROVAL, Status.FAILED, Status.DENIED})
+    TRANSITIONS: dict[str, frozenset[str]] = {
+        # approved, denied, waited too long, cancelled by the owner
+        Status.AWAITING_APPROVAL: frozenset(
+            {Status.QUEUED, Status.DENIED, Status.TIMED_OUT, Status.CANCELLED}
+        ),
+        # claimed by a runner, or given a result without running (an unknown tool, a cancel)
+        Status.QUEUED: frozenset(
+            {Status.RUNNING, Status.SUCCEEDED, Status.FAILED, Status.TIMED_OUT, Status.CANCELLED}
+        ),
+        # its result, or back in the queue after its process died
+        Status.RUNNING: frozenset(
+            {Status.QUEUED, Status.SUCCEEDED, Status.FAILED, Status.TIMED_OUT, Status.CANCELLED}
+        ),
+        Status.FAILED: frozenset({Status.QUEUED}),  # staff retry of a call that ran and failed
+        Status.SUCCEEDED: frozenset(),
+        Status.TIMED_OUT: frozenset(),
+        Status.CANCELLED: frozenset(),
+        Status.DENIED: frozenset(),
+    }
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="tool_pairs"
@@ -197,9 +222,74 @@ class ToolPair(models.Model):
             {"at": timezone.now().isoformat(), "event": event, **extra},
         ]
 
+    def can_move_to(self, status: str) -> bool:
+        allowed = self.INITIAL if self._state.adding else self.TRANSITIONS[self.status]
+        return status in allowed
+
+    def move_to(
+        self, status: str, event: str, *, now: dt.datetime | None = None, **extra: Any
+    ) -> None:
+        """Change the status (the only place that does) and record why on the timeline.
+
+        A finished pair gets its ``finished_at`` (and a success full progress); a pair that
+        starts running counts the attempt; a pair going back to the queue forgets the run.
+        The caller saves the pair. An illegal move raises ``IllegalTransition``.
+        """
+        if not self.can_move_to(status):
+            raise IllegalTransition(f"A tool call cannot go from {self.status} to {status}.")
+        now = now or timezone.now()
+        if status in self.FINISHED:
+            self.finished_at = now
+            if status == self.Status.SUCCEEDED:
+                self.progress = 1.0
+        elif status == self.Status.RUNNING:
+            self.attempts += 1
+            self.started_at = now
+            self.heartbeat_at = now
+            self.progress = None
+            self.progress_text = ""
+        elif status == self.Status.QUEUED and not self._state.adding:
+            self.runner = ""
+            if self.finished_at is not None:  # a retry: the failed result is not kept
+                self.result_content = None
+                self.is_error = False
+                self.finished_at = None
+                self.progress = None
+                self.progress_text = ""
+        self.status = status
+        self.record(event, **extra)
+
+    def start_clock(self, seconds: float, *, now: dt.datetime | None = None) -> None:
+        """Give the pair its deadline: ``seconds`` from now (the sweeper times it out after)."""
+        self.deadline_at = (now or timezone.now()) + dt.timedelta(seconds=seconds)
+
+    def seconds_left(self, *, now: dt.datetime | None = None) -> float | None:
+        """Time until the deadline (never negative), or None when the pair has none."""
+        if self.deadline_at is None:
+            return None
+        return max(0.0, (self.deadline_at - (now or timezone.now())).total_seconds())
+
+    @property
+    def is_open(self) -> bool:
+        """Still waiting for its result: it may be cancelled, its input is shown open."""
+        return self.status in self.OPEN
+
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINISHED
+
+    @property
+    def is_running(self) -> bool:
+        return self.status == self.Status.RUNNING
+
+    @property
+    def is_pending_run(self) -> bool:
+        """Queued or running: the card shows its progress."""
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+    @property
+    def is_awaiting_approval(self) -> bool:
+        return self.status == self.Status.AWAITING_APPROVAL
 
     @property
     def duration_s(self) -> float | None:

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 from channels.db import database_sync_to_async as db
-from django.conf import settings
 from django.tasks import task
 
 from chat.models import ToolPair
 from chat.runtime import engine, events
 from chat.runtime.progress import ProgressRelay
-from chat.services import pairing
+from chat.services import pairing, policy
 from tools.context import ToolContext
 from tools.execution import execute
 from tools.registry import registry
@@ -54,11 +52,9 @@ async def run_tool_pair(pair_id: int) -> str:
     relay = ProgressRelay(asyncio.get_running_loop(), publish, save, engine.spawn)
     ctx = ToolContext(pair.tool_use_id, pair.conversation_id, relay.report)
     engine.register_tool(pair.tool_use_id, engine.ToolHandle(cancel=ctx.cancel))
-    timeout = (
-        max(0.0, (pair.deadline_at.timestamp() - time.time()))
-        if pair.deadline_at
-        else (spec.timeout_s or settings.TANDEM_TOOL_TIMEOUT_S)
-    )
+    timeout = pair.seconds_left()
+    if timeout is None:  # every queued pair has a deadline; this is the policy's default
+        timeout = policy.run_timeout_s(policy.policy_for(pair.tool_name))
     heartbeat = engine.spawn(_heartbeat(pair_id))
     try:
         outcome = await execute(spec, pair.input, ctx, timeout_s=timeout)

@@ -11,7 +11,6 @@ Rows are locked conversation first, then pair, the order ``pairing.flush_ready``
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from typing import Any, NoReturn
 
@@ -81,12 +80,11 @@ def approve(pair_id: int, by_user: Any, *, conversation_id: int | None = None) -
         view = policy.policy_for(pair.tool_name)
         now = timezone.now()
         if not view.approval_counts_toward_timeout or pair.deadline_at is None:
-            pair.deadline_at = now + dt.timedelta(seconds=policy.run_timeout_s(view))
-        pair.status = ToolPair.Status.QUEUED
+            pair.start_clock(policy.run_timeout_s(view), now=now)
         pair.decision = "approved"
         pair.decided_by = by_user
         pair.decided_at = now
-        pair.record(f"approved by {_name(by_user)}")
+        pair.move_to(ToolPair.Status.QUEUED, f"approved by {_name(by_user)}", now=now)
         pair.rev = bump_rev(conversation)
         pair.save()
         events.ring(pair.conversation_id, conversation.owner_id)
@@ -108,7 +106,7 @@ def deny(
             content=f"Denied by {who}: {note}" if note else f"Denied by {who}.",
             is_error=True,
             event=f"denied by {who}",
-            allowed_from=(ToolPair.Status.AWAITING_APPROVAL,),
+            allowed_from=frozenset({ToolPair.Status.AWAITING_APPROVAL}),
             decision="denied",
             decided_by=by_user,
             decided_at=timezone.now(),
@@ -136,18 +134,12 @@ def retry(pair_id: int, by_user: Any) -> ToolPair:
                 "model yet, can be retried."
             )
         pair, conversation = locked
-        now = timezone.now()
-        pair.status = ToolPair.Status.QUEUED
-        pair.result_content = None
-        pair.is_error = False
-        pair.finished_at = None
-        pair.progress = None
-        pair.progress_text = ""
-        pair.runner = ""
-        pair.deadline_at = now + dt.timedelta(
-            seconds=policy.run_timeout_s(policy.policy_for(pair.tool_name))
+        pair.start_clock(policy.run_timeout_s(policy.policy_for(pair.tool_name)))
+        pair.move_to(
+            ToolPair.Status.QUEUED,
+            f"retried by {_name(by_user)}",
+            attempts_so_far=pair.attempts,
         )
-        pair.record(f"retried by {_name(by_user)}", attempts_so_far=pair.attempts)
         pair.rev = bump_rev(conversation)
         pair.save()
         events.ring(pair.conversation_id, conversation.owner_id)

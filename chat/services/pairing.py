@@ -27,8 +27,6 @@ from tools.registry import registry
 
 logger = logging.getLogger(__name__)
 
-OPEN = (ToolPair.Status.AWAITING_APPROVAL, ToolPair.Status.QUEUED, ToolPair.Status.RUNNING)
-
 
 @dataclass(frozen=True)
 class Refusal:
@@ -126,21 +124,23 @@ def store_tool_call(
         )
         pair.record("requested")
         if plan is not None:
-            pair.status = plan.status
             pair.decision = plan.decision
-            pair.deadline_at = now + dt.timedelta(seconds=plan.deadline_s)
+            pair.start_clock(plan.deadline_s, now=now)
             if plan.status == ToolPair.Status.AWAITING_APPROVAL:
-                pair.record(plan.decision)
+                pair.move_to(plan.status, plan.decision, now=now)
         elif refusal is not None:
             pair.decision = refusal.decision or (
                 "invalid input" if refusal.status == "invalid" else "refused"
             )
             denied = refusal.status == ToolPair.Status.DENIED
-            pair.status = ToolPair.Status.DENIED if denied else ToolPair.Status.FAILED
             pair.result_content = refusal.message
             pair.is_error = True
-            pair.finished_at = now
-            pair.record("refused", reason=refusal.message)
+            pair.move_to(
+                ToolPair.Status.DENIED if denied else ToolPair.Status.FAILED,
+                "refused",
+                now=now,
+                reason=refusal.message,
+            )
         pair.rev = bump_rev(conversation)
         pair.save()
         if refusal is not None and refusal.notice:
@@ -187,15 +187,8 @@ def mark_running(pair_id: int, runner: str) -> ToolPair | None:
         if locked is None or locked[0].status != ToolPair.Status.QUEUED:
             return None
         pair, conversation = locked
-        now = timezone.now()
-        pair.status = ToolPair.Status.RUNNING
-        pair.attempts += 1
-        pair.started_at = now
-        pair.heartbeat_at = now
         pair.runner = runner
-        pair.progress = None
-        pair.progress_text = ""
-        pair.record("started", attempt=pair.attempts, runner=runner)
+        pair.move_to(ToolPair.Status.RUNNING, "started", attempt=pair.attempts + 1, runner=runner)
         pair.rev = bump_rev(conversation)
         pair.save()
         events.ring(pair.conversation_id, conversation.owner_id)
@@ -224,7 +217,7 @@ def finish(
     content: Any,
     is_error: bool,
     event: str,
-    allowed_from: tuple[str, ...] = OPEN,
+    allowed_from: frozenset[str] = ToolPair.OPEN,
     **fields: Any,
 ) -> ToolPair | None:
     """Give an open pair its result. A pair already finished keeps its first result."""
@@ -233,20 +226,16 @@ def finish(
         if locked is None:
             return None
         pair, conversation = locked
-        if pair.status not in allowed_from:
+        if pair.status not in allowed_from or not pair.can_move_to(status):
             # A late result after a timeout or cancel: record it, never flush it again.
             pair.record("late result ignored", status=status)
             pair.save(update_fields=["timeline"])
             return None
-        pair.status = status
         pair.result_content = content
         pair.is_error = is_error
-        pair.finished_at = timezone.now()
         for name, value in fields.items():
             setattr(pair, name, value)
-        if status == ToolPair.Status.SUCCEEDED:
-            pair.progress = 1.0
-        pair.record(event)
+        pair.move_to(status, event)
         pair.rev = bump_rev(conversation)
         pair.save()
         events.ring(pair.conversation_id, conversation.owner_id)
@@ -262,7 +251,7 @@ def record_result(pair_id: int, *, status: str, content: Any, is_error: bool) ->
         content=content,
         is_error=is_error,
         event=status,
-        allowed_from=(ToolPair.Status.RUNNING, ToolPair.Status.QUEUED),
+        allowed_from=frozenset({ToolPair.Status.RUNNING, ToolPair.Status.QUEUED}),
     )
 
 
@@ -285,7 +274,7 @@ def expire_overdue(now: dt.datetime | None = None) -> list[int]:
     """Time out open pairs past their deadline; returns the conversations touched."""
     now = now or timezone.now()
     touched: list[int] = []
-    overdue = ToolPair.objects.filter(status__in=OPEN, deadline_at__lt=now).values_list(
+    overdue = ToolPair.objects.filter(status__in=ToolPair.OPEN, deadline_at__lt=now).values_list(
         "pk", "tool_name", "deadline_at", "requested_at", "status"
     )
     for pk, name, deadline, requested, status in list(overdue):
@@ -323,7 +312,7 @@ def flush_ready(conversation_id: int) -> list[ToolPair]:
         pairs = list(
             ToolPair.objects.select_for_update()
             .filter(conversation_id=conversation_id, flushed_at__isnull=True)
-            .filter(~Q(status__in=OPEN))
+            .filter(~Q(status__in=ToolPair.OPEN))
             .select_related("message")
             .order_by("message__seq", "block_index")
         )

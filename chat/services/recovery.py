@@ -95,7 +95,7 @@ def orphaned_pairs(
                 f"(the process running it stopped).{again}",
                 is_error=True,
                 event="interrupted by a server restart",
-                allowed_from=(ToolPair.Status.RUNNING,),
+                allowed_from=frozenset({ToolPair.Status.RUNNING}),
             )
             if done is None:
                 continue
@@ -110,9 +110,7 @@ def _requeue(pair_id: int) -> bool:
         if locked is None or locked[0].status != ToolPair.Status.RUNNING:
             return False
         pair, conversation = locked
-        pair.status = ToolPair.Status.QUEUED
-        pair.runner = ""
-        pair.record("re-run after a server restart")
+        pair.move_to(ToolPair.Status.QUEUED, "re-run after a server restart")
         pair.rev = bump_rev(conversation)
         pair.save(update_fields=["status", "runner", "timeline", "rev"])
         events.ring(pair.conversation_id, conversation.owner_id)

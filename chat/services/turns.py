@@ -16,7 +16,7 @@ from django.utils import timezone
 from chat.modelapi import history
 from chat.models import Conversation, Message, ToolPair
 from chat.services import pairing, policy
-from chat.services.pairing import OPEN, since_last_prompt
+from chat.services.pairing import since_last_prompt
 from tools.registry import registry
 
 
@@ -84,7 +84,7 @@ def load_turn_input(conversation_id: int) -> TurnInput | None:
     pending = [
         history.PendingCall(tool_use_id, name, status)
         for tool_use_id, name, status in ToolPair.objects.filter(
-            conversation_id=conversation_id, status__in=OPEN
+            conversation_id=conversation_id, status__in=ToolPair.OPEN
         ).values_list("tool_use_id", "tool_name", "status")
     ]
     rounds, invalid = since_last_prompt(conversation_id)

@@ -35,6 +35,13 @@ class MessageView:
         return parts
 
     @property
+    def thinking_text(self) -> str:
+        """The thinking shown: streamed so far, or the finished reply's thinking blocks."""
+        if self.message.status == Message.Status.STREAMING:
+            return self.live_thinking or ""
+        return _thinking(self.message)
+
+    @property
     def id(self) -> int:
         return self.message.pk
 

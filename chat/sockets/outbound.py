@@ -1,7 +1,9 @@
 """HTML fragments pushed over the WebSocket; htmx swaps them out of band by id.
 
-Every piece of model or user text goes through Django's autoescaping or the Markdown
-sanitizer (``chat.rendering``) before it reaches a frame.
+Each fragment is a named partial of the conversation template (``{% partialdef %}``), the same
+markup the first page load renders, so a push, a resync and a reload cannot disagree. Every
+piece of model or user text goes through Django's autoescaping or the Markdown sanitizer
+(``chat.rendering``) before it reaches a frame.
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.template.loader import render_to_string
-from django.utils.html import format_html
 
 from chat.models import ToolPair
 from chat.queries import sidebar
@@ -23,8 +24,8 @@ def _render(partial: str, **context: object) -> str:
 
 
 def append_messages(views: Iterable[MessageView]) -> str:
-    inner = "".join(_render("message", view=v) for v in views)
-    return f'<div hx-swap-oob="beforeend:#thread">{inner}</div>' if inner else ""
+    views = list(views)
+    return _render("new_messages", views=views) if views else ""
 
 
 def replace_message(view: MessageView) -> str:
@@ -36,31 +37,27 @@ def replace_card(pair: ToolPair) -> str:
 
 
 STREAM_TARGETS = {"text": "msg-{}-stream", "thinking": "msg-{}-thinking-text"}
+STREAM_PARTIALS = {"text": "stream_text", "thinking": "thinking_text"}
 
 
 def append_card(pair: ToolPair, *, remove_live: bool) -> str:
     """A tool call stored mid-stream: its card joins the reply, the live input card goes."""
-    card = _render("tool_card", pair=pair)
-    html = f'<div hx-swap-oob="beforeend:#msg-{pair.message_id}-tools">{card}</div>'
-    if remove_live:
-        html += format_html(
-            '<div id="live-{}-{}" hx-swap-oob="delete"></div>', pair.message_id, pair.block_index
-        )
-    return html
+    return _render(
+        "new_card",
+        card=_render("tool_card", pair=pair),
+        message_id=pair.message_id,
+        index=pair.block_index,
+        remove_live=remove_live,
+    )
 
 
 def delta(message_id: int, channel: str, text: str) -> str:
-    target = STREAM_TARGETS[channel].format(message_id)
-    return format_html('<span hx-swap-oob="beforeend:#{}">{}</span>', target, text)
+    return _render("delta", target=STREAM_TARGETS[channel].format(message_id), text=text)
 
 
 def replace_stream(message_id: int, channel: str, text: str) -> str:
     """The whole streamed text of one channel, replacing what the tab shows."""
-    target = STREAM_TARGETS[channel].format(message_id)
-    tag, css = ("span", "stream") if channel == "text" else ("div", "thinking-text")
-    return format_html(
-        '<{} id="{}" class="{}" hx-swap-oob="true">{}</{}>', tag, target, css, text, tag
-    )
+    return _render(STREAM_PARTIALS[channel], message_id=message_id, text=text, oob=True)
 
 
 def tool_input(
@@ -82,18 +79,11 @@ def progress(pair_id: int, fraction: float | None, text: str) -> str:
 
 
 def cursor(seq: int, rev: int) -> str:
-    return format_html(
-        '<div id="sync-cursor" hidden hx-swap-oob="true" data-seq="{}" data-rev="{}"></div>',
-        seq,
-        rev,
-    )
+    return _render("cursor", seq=seq, rev=rev, oob=True)
 
 
 def error(text: str) -> str:
-    return format_html(
-        '<div id="composer-error" class="composer-error" role="alert" hx-swap-oob="true">{}</div>',
-        text,
-    )
+    return _render("composer_error", error_text=text, oob=True)
 
 
 def conversation_list(user_id: int, current: int | None) -> str:
@@ -103,6 +93,4 @@ def conversation_list(user_id: int, current: int | None) -> str:
 
 
 def title(text: str) -> str:
-    return format_html(
-        '<h1 id="conv-title" class="title" hx-swap-oob="true">{}</h1>', text or "New conversation"
-    )
+    return _render("title", title=text, oob=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.safestring import mark_safe
+
 from chat.sockets import outbound
 from chat.sockets.tab_state import TabState
 
@@ -55,18 +57,33 @@ class _Pair:
         self.pk, self.message_id, self.block_index = pk, message_id, block_index
 
 
+def _stub_cards(monkeypatch: Any) -> None:
+    """Render a tool card as ``<card pk>`` (the fake pairs here have no template fields)."""
+    real = outbound._render
+
+    def render(partial: str, **ctx: Any) -> str:
+        if partial == "tool_card":
+            return mark_safe(f"<card {ctx['pair'].pk}>")
+        return real(partial, **ctx)
+
+    monkeypatch.setattr(outbound, "_render", render)
+
+
 def test_it_appends_a_card_stored_mid_stream_once_then_replaces_it(monkeypatch: Any) -> None:
     tab = TabState()
     _streaming(tab)
     assert tab.apply_tool_input(7, 1, "toolu_1", "calc", "{}") is not None
-    monkeypatch.setattr(outbound, "_render", lambda partial, **ctx: f"<card {ctx['pair'].pk}>")
+    _stub_cards(monkeypatch)
     pair = _Pair(40, 7, 1)
     first = tab._card(pair)  # type: ignore[arg-type]
-    assert "beforeend:#msg-7-tools" in first and 'id="live-7-1" hx-swap-oob="delete"' in first
+    assert first == (
+        '<div hx-swap-oob="beforeend:#msg-7-tools"><card 40></div>'
+        '<div id="live-7-1" hx-swap-oob="delete"></div>'
+    )
     assert tab._card(pair) == "<card 40>"  # type: ignore[arg-type]
     assert tab.apply_tool_input(7, 1, "toolu_1", "calc", "{}") is None  # a late input frame
 
 
 def test_it_replaces_cards_of_replies_that_are_not_streaming(monkeypatch: Any) -> None:
-    monkeypatch.setattr(outbound, "_render", lambda partial, **ctx: f"<card {ctx['pair'].pk}>")
+    _stub_cards(monkeypatch)
     assert TabState()._card(_Pair(41, 9, 0)) == "<card 41>"  # type: ignore[arg-type]

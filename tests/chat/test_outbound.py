@@ -1,0 +1,66 @@
+"""chat.sockets.outbound: every pushed fragment is a named partial of the conversation page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from chat.services import messages
+from chat.sockets import outbound
+
+HOSTILE = '<b>"x"\'&</b>'
+ESCAPED = "&lt;b&gt;&quot;x&quot;&#x27;&amp;&lt;/b&gt;"
+
+
+def test_it_pushes_a_delta_into_the_stream_of_its_channel() -> None:
+    assert outbound.delta(3, "text", HOSTILE) == (
+        f'<span hx-swap-oob="beforeend:#msg-3-stream">{ESCAPED}</span>'
+    )
+    assert outbound.delta(3, "thinking", "a") == (
+        '<span hx-swap-oob="beforeend:#msg-3-thinking-text">a</span>'
+    )
+
+
+def test_it_replaces_the_whole_stream_of_a_channel() -> None:
+    assert outbound.replace_stream(3, "text", HOSTILE) == (
+        f'<span id="msg-3-stream" class="stream" hx-swap-oob="true">{ESCAPED}</span>'
+    )
+    assert outbound.replace_stream(3, "thinking", HOSTILE) == (
+        f'<div id="msg-3-thinking-text" class="thinking-text" hx-swap-oob="true">{ESCAPED}</div>'
+    )
+
+
+def test_it_pushes_the_cursor_the_error_and_the_title() -> None:
+    assert outbound.cursor(12, 340) == (
+        '<div id="sync-cursor" hidden hx-swap-oob="true" data-seq="12" data-rev="340"></div>'
+    )
+    assert outbound.error(HOSTILE) == (
+        f'<div id="composer-error" class="composer-error" role="alert" hx-swap-oob="true">'
+        f"{ESCAPED}</div>"
+    )
+    assert outbound.title("") == (
+        '<h1 id="conv-title" class="title" hx-swap-oob="true">New conversation</h1>'
+    )
+    assert ESCAPED in outbound.title(HOSTILE)
+
+
+def test_it_sends_nothing_for_no_new_messages() -> None:
+    assert outbound.append_messages([]) == ""
+
+
+@pytest.mark.django_db
+def test_it_renders_the_page_from_the_same_partials(owner: Any, conversation: Any) -> None:
+    messages.post_user_message(conversation.pk, "hello")
+    conversation.refresh_from_db()
+    client = Client()
+    client.force_login(owner)
+    page = client.get(conversation.get_absolute_url()).content.decode()
+    pushed = [
+        outbound.title(conversation.title),
+        outbound.cursor(1, conversation.rev),
+        outbound.error(""),
+    ]
+    for fragment in pushed:
+        assert fragment.replace(' hx-swap-oob="true"', "") in page

@@ -108,22 +108,3 @@ class ToolContext:
 def _resolve(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
-
-
-def loop_progress(callback: ProgressCallback) -> ProgressCallback:
-    """Wrap an event-loop-only callback so tools may report progress from any thread.
-
-    Call it on the loop that should receive the reports; calls from other threads are handed over
-    with `call_soon_threadsafe`, calls from the loop's own thread run immediately.
-    """
-    loop = asyncio.get_running_loop()
-    loop_thread = threading.get_ident()
-
-    def report(fraction: float | None, text: str) -> None:
-        if threading.get_ident() == loop_thread:
-            callback(fraction, text)
-            return
-        with contextlib.suppress(RuntimeError):  # a closed loop has nobody listening any more
-            loop.call_soon_threadsafe(callback, fraction, text)
-
-    return report

@@ -41,24 +41,6 @@ class ToolOutcome:
     content: str | list[dict[str, Any]]
     is_error: bool
 
-    def tool_result_block(self, tool_use_id: str) -> dict[str, Any]:
-        """The `tool_result` content block answering `tool_use_id`."""
-        block: dict[str, Any] = {
-            "type": "tool_result",
-            "tool_use_id": tool_use_id,
-            "content": self.content,
-        }
-        if self.is_error:
-            block["is_error"] = True
-        return block
-
-
-def timeout_for(spec: ToolSpec) -> float:
-    """The tool's own timeout, or the project default (settings.TANDEM_TOOL_TIMEOUT_S)."""
-    if spec.timeout_s is not None:
-        return spec.timeout_s
-    return float(getattr(settings, "TANDEM_TOOL_TIMEOUT_S", 300.0))
-
 
 async def execute(
     spec: ToolSpec, raw_input: object, ctx: ToolContext, *, timeout_s: float
@@ -194,15 +176,6 @@ def get_executor() -> ThreadPoolExecutor:
                 max_workers=max_threads(), thread_name_prefix="tandem-tool"
             )
         return _executor
-
-
-def shutdown_executor(*, wait: bool = False) -> None:
-    """Stop the pool (a new one is created on next use). For process shutdown and tests."""
-    global _executor
-    with _executor_lock:
-        executor, _executor = _executor, None
-    if executor is not None:
-        executor.shutdown(wait=wait, cancel_futures=True)
 
 
 def max_threads() -> int:

@@ -74,16 +74,6 @@ class ToolSpec:
             "input_schema": self.input_schema(),
         }
 
-    def openai_schema(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.input_schema(),
-            },
-        }
-
     def validate_input(self, raw: object) -> dict[str, Any]:
         """Return the keyword arguments for the function, or raise `ToolInputError`.
 

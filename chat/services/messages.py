@@ -37,14 +37,19 @@ def append(
     )
 
 
-def clean_user_text(text: object) -> str:
+EMPTY_MESSAGE = "An empty message cannot be sent."
+
+
+def clean_user_text(text: object, *, limit: int | None = None) -> str:
+    """The one check of what a user wrote (the socket's parser applies it too): text, not over
+    the limit (default settings.TANDEM_MAX_MESSAGE_CHARS), not blank. Pure: no database."""
     if not isinstance(text, str):
         raise UserInputError("A message must be text.")
-    limit = settings.TANDEM_MAX_MESSAGE_CHARS
+    limit = settings.TANDEM_MAX_MESSAGE_CHARS if limit is None else limit
     if len(text) > limit:
         raise UserInputError(f"That message is too long ({len(text)} characters; limit {limit}).")
     if not text.strip():
-        raise UserInputError("An empty message cannot be sent.")
+        raise UserInputError(EMPTY_MESSAGE)
     return text.strip("\n")
 
 

@@ -1,5 +1,8 @@
 """Frames from browsers, parsed into typed actions: pure, no I/O, every refusal a clear text.
 
+A message's text is judged by the service's own rule (``messages.clean_user_text``), here at
+the door so that a refused message costs no rate-limit token.
+
 A socket is bound to one conversation, so actions carry no conversation: a frame that names
 another one is refused with the same words whether that conversation exists or not. Unknown
 fields are ignored (htmx adds ``HEADERS``); missing or mistyped fields are refused.
@@ -11,6 +14,9 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
+
+from chat.services import messages
+from chat.services.errors import UserInputError
 
 MIN_FRAME_CHARS = 256 * 1024
 MAX_ID = 2**63 - 1  # the largest value a database id or counter can hold
@@ -27,7 +33,6 @@ NOT_OBJECT = "A frame must be a JSON object."
 NO_TYPE = 'A frame needs a "type" naming its action.'
 UNKNOWN_ACTION = "Unknown action."
 OTHER_CONVERSATION = "This connection belongs to one conversation; open the other one to act on it."
-EMPTY_MESSAGE = "An empty message cannot be sent."
 BAD_CHARACTERS = "That message contains characters that cannot be stored (NUL or lone surrogates)."
 TOO_MANY_FRAMES = "Too many frames at once; slow down."
 
@@ -145,15 +150,13 @@ def _same_id(value: object, conversation_id: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value == conversation_id
 
 
-def _text(value: object, *, name: str, max_chars: int, blank: bool = False) -> str:
-    """What a person wrote, if it can be kept: text, not too long, storable, maybe not blank."""
+def _text(value: object, *, name: str, max_chars: int) -> str:
+    """What a person wrote, if it can be kept: text, not too long, storable."""
     if not isinstance(value, str):
         raise _Refused(f'"{name}" must be a string.')
     if len(value) > max_chars:
         label = "message" if name == "text" else name
         raise _Refused(f"That {label} is too long ({len(value)} characters; limit {max_chars}).")
-    if not blank and not value.strip():
-        raise _Refused(EMPTY_MESSAGE)
     if not _storable(value):
         raise _Refused(BAD_CHARACTERS)
     return value
@@ -178,8 +181,12 @@ def _sync(content: dict[str, object], max_chars: int) -> Sync:
 
 
 def _send(content: dict[str, object], max_chars: int) -> Send:
-    text = _required(content, "send", "text")
-    return Send(text=_text(text, name="text", max_chars=max_chars))
+    text = _text(_required(content, "send", "text"), name="text", max_chars=max_chars)
+    try:
+        messages.clean_user_text(text, limit=max_chars)  # the one rule book for a message
+    except UserInputError as exc:
+        raise _Refused(str(exc)) from None
+    return Send(text=text)
 
 
 def _stop(content: dict[str, object], max_chars: int) -> Stop:
@@ -199,7 +206,7 @@ def _approve(content: dict[str, object], max_chars: int) -> Approve:
 
 
 def _deny(content: dict[str, object], max_chars: int) -> Deny:
-    note = _text(content.get("note", ""), name="note", max_chars=max_chars, blank=True)
+    note = _text(content.get("note", ""), name="note", max_chars=max_chars)
     return Deny(pair=_whole(content, "deny", "pair", minimum=1), note=note)
 
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from chat.services import messages
 from chat.sockets import inbound
 from chat.sockets.inbound import (
     Approve,
@@ -141,7 +142,7 @@ def test_it_refuses_a_cursor_that_is_not_a_whole_number(seq: object) -> None:
 
 @pytest.mark.parametrize("text", ["", " ", "\n\t  \n", "\u3000"])
 def test_it_refuses_an_empty_or_blank_message(text: str) -> None:
-    assert parse({"type": "send", "text": text}) == FrameError(inbound.EMPTY_MESSAGE)
+    assert parse({"type": "send", "text": text}) == FrameError(messages.EMPTY_MESSAGE)
 
 
 def test_it_refuses_a_message_over_the_limit_and_says_the_limit() -> None:

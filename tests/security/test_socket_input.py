@@ -12,6 +12,7 @@ from channels.testing import WebsocketCommunicator
 from django.utils.html import escape
 
 from chat.models import Conversation, Message
+from chat.services import messages
 from chat.sockets import consumers, inbound
 from tests.security.sockets import foreign_rows, snapshot
 
@@ -56,7 +57,7 @@ async def still_open(socket: WebsocketCommunicator) -> bool:
         ('{"type": "cancel", "pair": true}', '"pair" must be a positive whole number.'),
         ('{"type": "cancel", "pair": -3}', '"pair" must be a positive whole number.'),
         ('{"type": "sync", "seq": "x", "rev": 0}', '"seq" must be a whole number, 0 or more.'),
-        ('{"type": "send", "text": "   \\n\\t "}', inbound.EMPTY_MESSAGE),
+        ('{"type": "send", "text": "   \\n\\t "}', messages.EMPTY_MESSAGE),
         ('{"type": "send", "text": "a\\u0000b"}', inbound.BAD_CHARACTERS),
         ('{"type": "send", "text": "\\ud800"}', inbound.BAD_CHARACTERS),
     ],

@@ -1,10 +1,9 @@
-import asyncio
 import threading
 import time
 
 import pytest
 
-from tools.context import ToolContext, loop_progress
+from tools.context import ToolContext
 from tools.errors import ToolCancelled
 
 
@@ -77,14 +76,3 @@ async def test_it_forgets_sleepers_that_finished():
     ctx = ToolContext("toolu_1")
     await ctx.sleep(0)
     assert ctx._waiters == []
-
-
-async def test_it_hands_thread_progress_to_the_loop():
-    loop_thread = threading.get_ident()
-    seen = []
-    report = loop_progress(
-        lambda fraction, text: seen.append((fraction, text, threading.get_ident()))
-    )
-    await asyncio.to_thread(report, 0.25, "from a thread")
-    await asyncio.sleep(0)
-    assert seen == [(0.25, "from a thread", loop_thread)]

@@ -11,7 +11,7 @@ import pytest
 from tests.tools.loop_watch import watching_the_loop
 from tools.context import ToolContext
 from tools.errors import ToolError
-from tools.execution import ToolOutcome, execute, get_executor, max_threads, timeout_for
+from tools.execution import ToolOutcome, execute, get_executor, max_threads
 from tools.registry import spec_from_function
 
 stopped = threading.Event()
@@ -199,22 +199,6 @@ async def test_it_keeps_the_loop_responsive_while_sync_tools_block():
     assert watch.elapsed < 1.5  # in parallel, not 20 x 0.5 s
     assert len(watch.ticks) >= 8
     assert watch.longest_gap < 0.15
-
-
-def test_it_builds_a_tool_result_block():
-    assert ToolOutcome("failed", "No.", True).tool_result_block("toolu_9") == {
-        "type": "tool_result",
-        "tool_use_id": "toolu_9",
-        "content": "No.",
-        "is_error": True,
-    }
-    assert "is_error" not in ToolOutcome("succeeded", "5", False).tool_result_block("toolu_9")
-
-
-def test_it_uses_the_tool_timeout_or_the_setting(settings):
-    settings.TANDEM_TOOL_TIMEOUT_S = 42
-    assert timeout_for(spec_from_function(add)) == 42
-    assert timeout_for(spec_from_function(add, timeout=3)) == 3
 
 
 def test_it_sizes_the_pool_from_the_task_settings(settings):

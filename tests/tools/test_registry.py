@@ -60,18 +60,6 @@ def test_it_builds_the_anthropic_schema_from_type_hints():
     }
 
 
-def test_it_builds_the_openai_schema():
-    spec = spec_from_function(count)
-    assert spec.openai_schema() == {
-        "type": "function",
-        "function": {
-            "name": "count",
-            "description": "Count characters.",
-            "parameters": spec.input_schema(),
-        },
-    }
-
-
 def test_it_injects_the_context_instead_of_describing_it():
     spec = spec_from_function(paint)
     assert spec.context_param == "ctx"

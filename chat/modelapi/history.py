@@ -63,7 +63,8 @@ class RequestOptions:
     max_tokens: int
     system: str = ""
     tools: Sequence[Mapping[str, Any]] = ()
-    # Definitions of every tool that may appear in the history, offered or not (rule 9).
+    # Definitions of every tool that may appear in the history, offered or not (rule 9 of
+    # the request rules in chat/simulator/validator.py).
     known_tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     allow_tool_use: bool = True
     thinking_budget: int | None = None
@@ -210,7 +211,8 @@ def _has_tool_blocks(messages: Sequence[Turn]) -> bool:
 
 
 def _thinking_allowed(messages: Sequence[Turn]) -> bool:
-    """Rule 14: the last assistant turn carrying a tool_use must start with thinking."""
+    """Rule 14 (chat/simulator/validator.py): with thinking on, the last assistant turn
+    carrying a tool_use must start with thinking."""
     for turn in reversed(messages):
         if turn["role"] == "assistant" and any(b["type"] == "tool_use" for b in turn["content"]):
             return turn["content"][0]["type"] in ("thinking", "redacted_thinking")

@@ -1,4 +1,4 @@
-"""A faithful in-process fake of the Anthropic Messages API (see anthropic-api.md)."""
+"""A faithful in-process fake of the Anthropic Messages API (rule book: validator.py)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,39 @@
-"""The request rules of the Messages API (anthropic-api.md, section 4), as a pure function.
+"""The request rules of the Messages API, as a pure function: this module is Tandem's rule book.
 
 `validate_request(body)` raises `InvalidRequest` with the message text the real API uses.
 Schema checks (schema.py) run first on the request as sent, with raw message indices. Then, as the
 API does, consecutive turns of the same role are merged (rule 2) and every other rule runs on the
 merged turns: paths such as `messages.3.content.1` use the merged turn index and the block index
 within the merged turn. That is what the real API reports, since it only sees merged turns.
-Wordings marked *unconfirmed* were not found in a real capture.
+Wordings marked *unconfirmed* were not found in a real capture. Code elsewhere (the history
+builder, the simulator's schema) cites these numbers.
+
+The rules:
+
+1. The body has the documented shape (schema.py): known top-level fields, roles `user` and
+   `assistant`, known block types, `tool_result` only in user turns, `tool_use` and thinking
+   only in assistant turns, unique tool names.
+2. Consecutive turns of the same role are merged into one turn before the rules below run.
+3. Every turn has content, except an optional final assistant turn.
+4. Text blocks (also inside tool results and the system prompt) are non-empty and hold
+   non-whitespace text.
+5. Each `tool_result` answers a `tool_use` of the turn just before it.
+6. Each `tool_use` is answered by a `tool_result` in the turn just after it.
+7. That next turn begins with those `tool_result` blocks (nothing before them).
+8. `tool_use` ids are unique across the request.
+9. A request holding `tool_use` or `tool_result` blocks defines `tools` (even when none is
+   offered for this turn); `tool_choice` needs `tools` too.
+10. The request ends with a user turn: current models take no assistant prefill.
+11. A final assistant turn does not end with trailing whitespace (checked before rule 10, so
+    that it stays observable).
+12. `max_tokens` exceeds `thinking.budget_tokens`, and thinking is not combined with a
+    `tool_choice` that forces tool use.
+13. At most 4 `cache_control` breakpoints (tools, system, messages, in that order), no `1h`
+    breakpoint after a `5m` one, and none on an empty text block.
+14. With thinking enabled, the last assistant turn that carries a `tool_use` starts with a
+    `thinking` or `redacted_thinking` block; thinking blocks are sent back with their valid
+    signatures.
+15. A `tool_result`'s content is a string or a list of `text` and `image` blocks.
 """
 
 from __future__ import annotations
@@ -47,7 +75,7 @@ def thinking_enabled(body: dict[str, Any]) -> bool:
 
 
 def _check_rules(body: dict[str, Any], *, count_tokens: bool) -> None:
-    if not body["messages"]:
+    if not body["messages"]:  # rule 3
         fail("messages", "at least one message is required")  # unconfirmed wording
     turns = merge_turns(body["messages"])
     _check_non_empty(turns)
@@ -99,7 +127,7 @@ def _check_text_blocks(turns: list[Turn]) -> None:
 
 
 def _check_unique_ids(turns: list[Turn]) -> None:
-    """Rule 8."""
+    """Rule 8: `tool_use` ids are unique."""
     seen: set[str] = set()
     for index, turn in enumerate(turns):
         for position, block in enumerate(turn.blocks):
@@ -165,7 +193,7 @@ def _check_uses_answered_next(turns: list[Turn], index: int) -> None:
 
 
 def _check_tools_defined(body: dict[str, Any], turns: list[Turn]) -> None:
-    """Rule 9 (unconfirmed wording), and tool_choice without tools (unconfirmed wording)."""
+    """Rule 9 (unconfirmed wordings): tool blocks and tool_choice need tools."""
     uses_tools = any(
         block.get("type") in ("tool_use", "tool_result") for turn in turns for block in turn.blocks
     )
@@ -225,7 +253,7 @@ def _check_cache_control(body: dict[str, Any], turns: list[Turn]) -> None:
 
 
 def _check_thinking(body: dict[str, Any], turns: list[Turn], *, count_tokens: bool) -> None:
-    """Rule 14, plus the signature check of thinking blocks sent back."""
+    """Rules 12 and 14 (with the signature check of thinking blocks sent back)."""
     _check_signatures(turns)
     thinking = body.get("thinking") or {}
     budget = thinking.get("budget_tokens", 0) if thinking.get("type") == "enabled" else 0

@@ -1,4 +1,4 @@
-"""The simulator against a real capture (the SDK's own fixture, quoted in anthropic-api.md)."""
+"""The simulator against a real capture (the SDK's own fixture of a streamed reply)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import pytest
 
 pytestmark = pytest.mark.postgres
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 

@@ -140,6 +140,7 @@ class ToolPair(models.Model):
     FINISHED = frozenset(
         {Status.SUCCEEDED, Status.FAILED, Status.TIMED_OUT, Status.CANCELLED, Status.DENIED}
     )
+    PENDING_RUN = frozenset({Status.QUEUED, Status.RUNNING})  # handed to a runner, no result yet
     INITIAL = frozenset({Status.QUEUED, Status.AWAITING_APPROVAL, Status.FAILED, Status.DENIED})
     TRANSITIONS: dict[str, frozenset[str]] = {
         # approved, denied, waited too long, cancelled by the owner
@@ -285,7 +286,7 @@ class ToolPair(models.Model):
     @property
     def is_pending_run(self) -> bool:
         """Queued or running: the card shows its progress."""
-        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+        return self.status in self.PENDING_RUN
 
     @property
     def is_awaiting_approval(self) -> bool:

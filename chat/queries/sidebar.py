@@ -19,7 +19,7 @@ def for_user(user_id: int) -> QuerySet[Conversation]:
             is_streaming=Exists(streaming),
             tools_running=Count(
                 "tool_pairs",
-                filter=Q(tool_pairs__status__in=[ToolPair.Status.QUEUED, ToolPair.Status.RUNNING]),
+                filter=Q(tool_pairs__status__in=ToolPair.PENDING_RUN),
             ),
             awaiting_approval=Count(
                 "tool_pairs", filter=Q(tool_pairs__status=ToolPair.Status.AWAITING_APPROVAL)

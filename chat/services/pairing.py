@@ -251,7 +251,7 @@ def record_result(pair_id: int, *, status: str, content: Any, is_error: bool) ->
         content=content,
         is_error=is_error,
         event=status,
-        allowed_from=frozenset({ToolPair.Status.RUNNING, ToolPair.Status.QUEUED}),
+        allowed_from=ToolPair.PENDING_RUN,
     )
 
 

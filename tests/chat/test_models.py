@@ -28,6 +28,7 @@ def test_it_splits_every_status_into_open_or_finished() -> None:
     assert ToolPair.OPEN.isdisjoint(ToolPair.FINISHED)
     assert set(STATUSES) == ToolPair.OPEN | ToolPair.FINISHED
     assert set(ToolPair.TRANSITIONS) == set(STATUSES)
+    assert ToolPair.PENDING_RUN < ToolPair.OPEN and set(STATUSES) >= ToolPair.INITIAL
 
 
 def test_it_never_leaves_a_finished_status_except_a_retry_of_a_failure() -> None:

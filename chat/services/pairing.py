@@ -51,6 +51,17 @@ def since_last_prompt(conversation_id: int) -> tuple[int, int]:
     return rounds, invalid
 
 
+def round_cap_reached(rounds_with_this_one: int) -> bool:
+    """The cap on tool rounds per user message (checked when a call is stored and when the
+    next turn is built, so the model is neither refused nor offered tools past it)."""
+    return rounds_with_this_one > int(settings.TANDEM_MAX_TOOL_ROUNDS)
+
+
+def invalid_cap_reached(invalid_calls: int) -> bool:
+    """The cap on invalid calls since the user last wrote."""
+    return invalid_calls >= int(settings.TANDEM_MAX_INVALID_TOOL_CALLS)
+
+
 def decide(
     conversation_id: int,
     message_id: int,
@@ -69,7 +80,7 @@ def decide(
         return Refusal(ToolPair.Status.DENIED, ruling.refusal, decision=ruling.decision)
     rounds, invalid = since_last_prompt(conversation_id)
     already_counted = ToolPair.objects.filter(message_id=message_id).exists()
-    if rounds + (0 if already_counted else 1) > settings.TANDEM_MAX_TOOL_ROUNDS:
+    if round_cap_reached(rounds + (0 if already_counted else 1)):
         limit = settings.TANDEM_MAX_TOOL_ROUNDS
         return Refusal(
             "failed",
@@ -77,7 +88,7 @@ def decide(
             "Answer with what you have, without calling tools.",
             notice=f"Tool calls stopped: the limit of {limit} tool rounds per message was reached.",
         )
-    if invalid >= settings.TANDEM_MAX_INVALID_TOOL_CALLS:
+    if invalid_cap_reached(invalid):
         limit = settings.TANDEM_MAX_INVALID_TOOL_CALLS
         return Refusal(
             "failed",

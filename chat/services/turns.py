@@ -16,7 +16,6 @@ from django.utils import timezone
 from chat.modelapi import history
 from chat.models import Conversation, Message, ToolPair
 from chat.services import pairing, policy
-from chat.services.pairing import since_last_prompt
 from tools.registry import registry
 
 
@@ -87,10 +86,10 @@ def load_turn_input(conversation_id: int) -> TurnInput | None:
             conversation_id=conversation_id, status__in=ToolPair.OPEN
         ).values_list("tool_use_id", "tool_name", "status")
     ]
-    rounds, invalid = since_last_prompt(conversation_id)
-    allow_tools = (
-        rounds < settings.TANDEM_MAX_TOOL_ROUNDS
-        and invalid < settings.TANDEM_MAX_INVALID_TOOL_CALLS
+    rounds, invalid = pairing.since_last_prompt(conversation_id)
+    next_round = rounds + 1
+    allow_tools = not (
+        pairing.round_cap_reached(next_round) or pairing.invalid_cap_reached(invalid)
     )
     specs = registry.all()
     # Only tools the owner may use are offered; every known tool still describes past calls.

@@ -146,3 +146,9 @@ def test_it_says_a_turn_is_due_for_new_user_words_or_finished_pairs(
     assert not turns.is_due(conversation.pk)
     pairing.record_result(pair.pk, status="succeeded", content="1", is_error=False)
     assert turns.is_due(conversation.pk)
+
+
+@override_settings(TANDEM_MAX_TOOL_ROUNDS=3, TANDEM_MAX_INVALID_TOOL_CALLS=2)
+def test_it_states_the_tool_caps_once_for_storing_and_offering() -> None:
+    assert [pairing.round_cap_reached(n) for n in (3, 4)] == [False, True]
+    assert [pairing.invalid_cap_reached(n) for n in (1, 2)] == [False, True]

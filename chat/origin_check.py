@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
-from django.http.request import is_same_domain, split_domain_port, validate_host
+from django.http.request import split_domain_port, validate_host
+from django.utils.http import is_same_domain
 
 DEBUG_HOSTS = [".localhost", "127.0.0.1", "[::1]"]  # Django's own fallback under DEBUG
 

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from chat import client as model_client
-from chat import engine, ratelimit
+from chat import engine, login_throttle, ratelimit
 from chat.models import Conversation
 
 User = get_user_model()
@@ -22,6 +22,7 @@ User = get_user_model()
 @pytest.fixture(autouse=True)
 def _fresh_state() -> None:
     ratelimit.reset()
+    login_throttle.reset()
     model_client.reset()
     model_client.simulator().tokens_per_second = 2000.0
     from chat.simulator import clear_faults

@@ -11,6 +11,7 @@ wait shown on the reply; any later failure keeps what was streamed and ends the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import Any
@@ -25,6 +26,7 @@ from chat.broadcast import ReplyBroadcaster
 from chat.client import get_client
 from chat.models import Message
 from chat.services import messages, pairing, retry_notes, turns
+from chat.services.errors import ConversationGone
 from chat.upstream import TRUNCATED, describe_error, retrying_text
 
 logger = logging.getLogger(__name__)
@@ -33,6 +35,13 @@ INVALID_JSON = "Unable to parse tool parameter JSON"
 
 
 async def run_conversation(conversation_id: int) -> None:
+    try:
+        await _run_while_due(conversation_id)
+    except ConversationGone:
+        logger.info("conversation %s was deleted; its turn runner stops", conversation_id)
+
+
+async def _run_while_due(conversation_id: int) -> None:
     owner = engine.INSTANCE_ID
     while True:
         if not await db(turns.claim_lease)(conversation_id, owner):
@@ -125,6 +134,7 @@ async def stream_reply(
     await broadcaster.start()
     reply = _Reply(conversation_id, message_id, broadcaster)
     outcome: dict[str, Any] = {"status": Message.Status.ERROR}
+    gone = False
     try:
         final = await _stream_with_retries(reply, request)
         reply.snapshot = final
@@ -133,6 +143,8 @@ async def stream_reply(
         outcome = {"status": Message.Status.INTERRUPTED, "stop_reason": "stopped"}
         if asyncio.current_task() is not None:
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
+    except ConversationGone:
+        gone = True  # deleted mid-stream: nothing left to finish
     except ValueError as exc:
         if INVALID_JSON not in str(exc):
             raise
@@ -146,8 +158,10 @@ async def stream_reply(
     finally:
         await broadcaster.close()
         engine.unregister_reply(message_id)
-        content = outcome.pop("content", None) or reply.content()
-        await db(messages.finish_reply)(message_id, content=content, **outcome)
+        if not gone:
+            content = outcome.pop("content", None) or reply.content()
+            with contextlib.suppress(ConversationGone):  # deleted while it stopped
+                await db(messages.finish_reply)(message_id, content=content, **outcome)
 
 
 async def _stream_with_retries(reply: _Reply, request: dict[str, Any]) -> Any:

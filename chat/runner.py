@@ -148,7 +148,10 @@ async def stream_reply(
     except ValueError as exc:
         if INVALID_JSON not in str(exc):
             raise
-        outcome = await _invalid_tool_json(conversation_id, message_id, reply, str(exc))
+        try:
+            outcome = await _invalid_tool_json(conversation_id, message_id, reply, str(exc))
+        except ConversationGone:
+            gone = True
     except (anthropic.APIError, httpx2.HTTPError) as exc:
         outcome = describe_error(exc, attempts=reply.attempts)
         logger.warning("model turn failed for conversation %s: %r", conversation_id, exc)

@@ -15,7 +15,8 @@ from django.urls import reverse
 from chat import engine
 from chat.client import simulator
 from chat.models import Conversation, Message, ToolPair
-from chat.services import conversations, messages
+from chat.services import conversations, messages, pairing
+from chat.services.errors import ConversationGone
 from tests.conftest import frames_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -60,3 +61,18 @@ def test_a_reply_streaming_in_another_process_stops_at_its_next_snapshot(
     assert messages.save_reply_snapshot(reply.pk, []) is False
     conversations.delete_conversation(conversation.pk)
     assert messages.save_reply_snapshot(reply.pk, []) is True  # the runner stops there
+
+
+def test_work_that_meets_a_deleted_conversation_gets_conversation_gone_or_nothing(
+    conversation: Conversation,
+) -> None:
+    messages.post_user_message(conversation.pk, "calculate 1+1")
+    reply = messages.start_reply(conversation.pk, 1)
+    block = {"type": "tool_use", "id": "toolu_gone", "name": "calculate", "input": {}}
+    pair = pairing.store_tool_call(conversation.pk, reply.pk, block, 0)
+    conversations.delete_conversation(conversation.pk)
+    with pytest.raises(ConversationGone):
+        messages.finish_reply(reply.pk, content=[], status=Message.Status.COMPLETE)
+    with pytest.raises(ConversationGone):
+        pairing.store_tool_call(conversation.pk, reply.pk, {**block, "id": "toolu_2"}, 1)
+    assert pairing.record_result(pair.pk, status="succeeded", content="2", is_error=False) is None

@@ -84,7 +84,7 @@ def refusal_message() -> str:
     minutes = max(1, round(settings.TANDEM_LOGIN_WINDOW_S / 60))
     return (
         "Too many failed login attempts for this account or from this address. "
-        f"Try again in {minutes} minute{'s' if minutes != 1 else ''}."
+        f"Try again in at most {minutes} minute{'s' if minutes != 1 else ''}."
     )
 
 

@@ -25,6 +25,8 @@ class LoginForm(AuthenticationForm):
         except ValidationError as exc:
             if getattr(exc, "code", None) == "invalid_login":
                 attempt.failed()
+            else:
+                attempt.succeeded()  # the right password, refused for another reason
             raise
         attempt.succeeded()
         return cleaned

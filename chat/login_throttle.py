@@ -6,8 +6,12 @@ limit, every attempt on that account or from that address is refused *before* th
 is checked (so a flood costs no password hashing) until the counter expires, even with the
 right password. Refused attempts are not counted, so the lockout ends with the window. A
 success clears its account's failures, never its address's (an attacker's own account must not
-wash an address clean). Guesses already in flight when a limit is reached still finish, so
-parallel guessing overshoots a limit by at most the number of requests in flight.
+wash an address clean).
+
+An attempt takes its place in its account's count before its password is checked, so parallel
+guesses at one account never get past the limit. The address count is only read before and
+added to after a failure (a place held there would refuse a busy office's parallel logins), so
+parallel guesses from one address overshoot its limit by at most the requests in flight.
 
 The cache is Django's default: shared by every process through Redis when ``REDIS_URL`` is
 set, per process otherwise (see ``chat.ratelimit``).
@@ -15,6 +19,7 @@ set, per process otherwise (see ``chat.ratelimit``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from dataclasses import dataclass
 
@@ -43,25 +48,32 @@ def client_address(request: HttpRequest) -> str:
     return str(request.META.get("REMOTE_ADDR", ""))
 
 
-def _count_failure(key: str) -> None:
+def _count(key: str) -> int:
+    """Add one to a counter that lives the window from its first count; the new count."""
     cache = caches["default"]
     cache.add(key, 0, timeout=settings.TANDEM_LOGIN_WINDOW_S)
     try:
-        cache.incr(key)  # atomic in Redis and in local memory
+        return int(cache.incr(key))  # atomic in Redis and in local memory
     except ValueError:  # expired between add and incr
         cache.add(key, 1, timeout=settings.TANDEM_LOGIN_WINDOW_S)
+        return 1
+
+
+def _uncount(key: str) -> None:
+    with contextlib.suppress(ValueError):  # expired meanwhile: nothing to take back
+        caches["default"].decr(key)
 
 
 @dataclass(frozen=True)
 class Attempt:
-    """A login attempt that was let through to the password check."""
+    """A login attempt let through to the password check; it holds a place in its account's
+    count, so parallel guesses at one account never get past the limit."""
 
     account_key: str
     address_key: str
 
     def failed(self) -> None:
-        _count_failure(self.account_key)
-        _count_failure(self.address_key)
+        _count(self.address_key)  # the account's place was taken in begin()
 
     def succeeded(self) -> None:
         """A success clears its account's failures, never its address's."""
@@ -71,11 +83,11 @@ class Attempt:
 def begin(username: str, address: str) -> Attempt | None:
     """Let an attempt through, or None when the account or the address is throttled."""
     account_key, address_key = _keys(username, address)
-    counts = caches["default"].get_many([account_key, address_key])
-    if (
-        int(counts.get(account_key, 0)) >= settings.TANDEM_LOGIN_FAILURES_PER_ACCOUNT
-        or int(counts.get(address_key, 0)) >= settings.TANDEM_LOGIN_FAILURES_PER_ADDRESS
-    ):
+    address_failures = int(caches["default"].get(address_key, 0))
+    if address_failures >= settings.TANDEM_LOGIN_FAILURES_PER_ADDRESS:
+        return None
+    if _count(account_key) > settings.TANDEM_LOGIN_FAILURES_PER_ACCOUNT:
+        _uncount(account_key)  # a refused attempt does not count
         return None
     return Attempt(account_key, address_key)
 

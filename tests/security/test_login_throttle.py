@@ -10,6 +10,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client, override_settings
 from django.urls import reverse
 
+from chat import login_throttle
+
 pytestmark = pytest.mark.django_db
 
 User = get_user_model()
@@ -95,6 +97,16 @@ def test_behind_a_proxy_it_counts_the_address_the_proxy_saw(owner: Any) -> None:
     via_proxy("203.0.113.5", "wrong")
     assert not logged_in(via_proxy("203.0.113.5", "owner-pass-123"))
     assert logged_in(via_proxy("203.0.113.6", "owner-pass-123"))
+
+
+@override_settings(TANDEM_LOGIN_FAILURES_PER_ACCOUNT=3)
+def test_guesses_in_flight_at_once_never_get_past_an_accounts_limit() -> None:
+    in_flight = [login_throttle.begin("owner", f"10.0.1.{i}") for i in range(10)]
+    assert sum(attempt is not None for attempt in in_flight) == 3
+    for attempt in in_flight:
+        if attempt is not None:
+            attempt.failed()
+    assert login_throttle.begin("owner", "10.0.2.1") is None
 
 
 def test_it_shows_djangos_message_for_a_wrong_password(owner: Any) -> None:

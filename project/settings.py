@@ -198,6 +198,8 @@ TANDEM_MAX_TOOL_ROUNDS = env.int("TANDEM_MAX_TOOL_ROUNDS", default=10)
 TANDEM_MAX_INVALID_TOOL_CALLS = env.int("TANDEM_MAX_INVALID_TOOL_CALLS", default=3)
 TANDEM_MAX_MESSAGE_CHARS = env.int("TANDEM_MAX_MESSAGE_CHARS", default=20_000)
 TANDEM_RATE_LIMIT_PER_MINUTE = env.int("TANDEM_RATE_LIMIT_PER_MINUTE", default=30)
+# Open sockets per user and server process (each page holds two: the chat and the sidebar).
+TANDEM_MAX_SOCKETS_PER_USER = env.int("TANDEM_MAX_SOCKETS_PER_USER", default=20)
 
 LOGGING = {
     "version": 1,

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from chat import client as model_client
-from chat import engine, ratelimit
+from chat import engine, ratelimit, socket_quota
 from chat.models import Conversation
 
 User = get_user_model()
@@ -22,6 +22,7 @@ User = get_user_model()
 @pytest.fixture(autouse=True)
 def _fresh_state() -> None:
     ratelimit.reset()
+    socket_quota.reset()
     model_client.reset()
     model_client.simulator().tokens_per_second = 2000.0
     from chat.simulator import clear_faults
@@ -62,6 +63,20 @@ async def running_engine() -> AsyncIterator[None]:
     await engine.shutdown()
 
 
+async def open_or_refused(communicator: WebsocketCommunicator) -> tuple[bool, int | None]:
+    """Connect: (True, None) when the socket stays open, (False, code) when it is refused,
+    either before the accept (a browser gets an HTTP 403) or right after it with a close code
+    (what a browser can read; the consumers refuse that way)."""
+    connected, code = await communicator.connect()
+    if not connected:
+        return False, code
+    if await communicator.receive_nothing(timeout=0.02, interval=0.005):
+        return True, None
+    output = await communicator.receive_output()
+    assert output["type"] == "websocket.close", output
+    return False, output.get("code")
+
+
 @pytest.fixture
 async def connect(running_engine: None) -> AsyncIterator[Callable[..., Any]]:
     """Open a socket on the real ASGI stack as a user; disconnected after the test."""
@@ -80,7 +95,7 @@ async def connect(running_engine: None) -> AsyncIterator[Callable[..., Any]]:
                 (b"host", b"localhost"),
             ],
         )
-        connected, code = await communicator.connect()
+        connected, code = await open_or_refused(communicator)
         if not connected:
             return code
         opened.append(communicator)

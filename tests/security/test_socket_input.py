@@ -91,16 +91,18 @@ async def test_it_refuses_a_message_over_the_length_setting(
     settings.TANDEM_MAX_MESSAGE_CHARS = 50
     socket = await connect(owner, conversation.pk, sync=False)
     await socket.send_json_to({"type": "send", "text": "x" * 51})
-    assert await answer(socket) == "That message is too long (51 characters; limit 50)."
+    assert await answer(socket) == "That message is too long (51 characters; limit 50 characters)."
     await socket.send_json_to({"type": "send", "text": "y" * 50})
     assert await answer(socket) == ""
     assert await prompts(conversation) == ["y" * 50]
 
 
-async def test_it_refuses_an_oversized_frame(connect: Any, owner: Any, conversation: Any) -> None:
+async def test_it_refuses_an_oversized_frame_with_the_message_limit(
+    connect: Any, owner: Any, conversation: Any
+) -> None:
     socket = await connect(owner, conversation.pk, sync=False)
     await socket.send_json_to({"type": "send", "text": "x" * 1_000_000})
-    assert "too large" in await answer(socket)
+    assert await answer(socket) == "That message is too long (limit 20,000 characters)."
     assert await prompts(conversation) == []
 
 

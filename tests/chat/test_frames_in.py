@@ -207,3 +207,15 @@ def test_it_lets_a_burst_through_then_refills_with_time() -> None:
     assert budget.take(0.5) is True
     assert budget.take(100.0) and budget.take(100.0) and budget.take(100.0)
     assert budget.take(100.0) is False  # the bucket never holds more than the burst
+
+
+def test_it_keeps_the_pages_ref_of_a_send_and_refuses_a_strange_one() -> None:
+    assert parse({"type": "send", "text": "hi", "ref": "s-1_a"}) == Send(text="hi", ref="s-1_a")
+    for ref in ["", None, 5, "x" * 33, "a b", "<i>"]:
+        expected = Send(text="hi") if ref == "" else FrameError(frames_in.BAD_REF)
+        assert parse({"type": "send", "text": "hi", "ref": ref}) == expected
+
+
+def test_it_lets_the_server_take_frames_well_past_the_message_limit() -> None:
+    assert frames_in.server_frame_bytes(20_000) >= 4 * 1024 * 1024
+    assert frames_in.server_frame_bytes(10**6) >= 4 * frames_in.max_frame_chars(10**6)

@@ -11,7 +11,7 @@ from django.utils.html import escape
 
 from chat import consumers, frames_in, socket_quota
 from chat.models import Conversation
-from tests.conftest import open_or_refused, session_cookie
+from tests.conftest import session_cookie
 from tests.security.sockets import communicator
 from tests.security.test_socket_input import answer
 

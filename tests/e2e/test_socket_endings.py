@@ -63,6 +63,23 @@ def test_it_says_the_conversation_no_longer_exists_when_deleted_elsewhere(new_pa
     stays_gone(page, "This conversation no longer exists")
 
 
+def test_it_says_the_conversation_no_longer_exists_after_reconnecting_to_it(
+    new_page: Any, tandem_server: LiveServer
+) -> None:
+    page = new_page("alice")
+    url = start_conversation(page)
+    conversation_id = int(url.rstrip("/").rsplit("/", 1)[1])
+    tandem_server.kill()
+    tandem_server.manage(
+        "shell",
+        "-c",
+        "from chat.models import Conversation; "
+        f"Conversation.objects.filter(pk={conversation_id}).delete()",
+    )
+    tandem_server.start()  # the page reconnects to a conversation that is gone
+    stays_gone(page, "This conversation no longer exists")
+
+
 def test_it_keeps_a_refused_message_in_the_box_beside_the_reason(new_page: Any) -> None:
     page = new_page("alice")
     start_conversation(page)

@@ -1,4 +1,5 @@
-"""The conversation socket: access check, then dispatch. State changes live in chat.services."""
+"""The conversation and sidebar sockets: access check, then dispatch. State changes live in
+chat.services; session checks in chat.socket_auth, per-user limits in chat.socket_quota."""
 
 from __future__ import annotations
 
@@ -86,7 +87,9 @@ class GroupSocket(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def admit_frame(self) -> bool:
         """Whether to act on an inbound frame: within the user's budget (else an error frame)
         and from a session that still holds (else the socket is closed with 4403)."""
-        if not socket_quota.take_frame(self.scope["user"].pk, time.monotonic()):
+        if self.counted_user is None:
+            return False  # a refused socket, already closing: nothing to answer
+        if not socket_quota.take_frame(self.counted_user, time.monotonic()):
             await self.send_error(frames_in.TOO_MANY_FRAMES)
             return False
         if not await socket_auth.still_signed_in(self.scope):

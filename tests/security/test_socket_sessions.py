@@ -171,3 +171,21 @@ async def test_it_keeps_sockets_open_when_the_user_changes_harmlessly(
     await owner.asave()  # rings the account: each socket checks its session, which holds
     for socket in sockets:
         assert await still_open(socket)
+
+
+@pytest.mark.parametrize("signed_in_user", [False, True])
+async def test_it_answers_nothing_but_the_close_to_a_refused_socket(
+    running_engine: None, owner: Any, conversation: Conversation, signed_in_user: bool
+) -> None:
+    from project.asgi import application
+
+    browser = await sync_to_async(signed_in)(owner) if signed_in_user else Client()
+    cookie = f"sessionid={browser.cookies['sessionid'].value}" if signed_in_user else ""
+    path = f"/ws/conversations/{conversation.pk + (1000 if signed_in_user else 0)}/"
+    socket = communicator(application, path, cookie.encode())
+    assert await socket.connect() == (True, None)
+    await socket.send_json_to({"type": "sync", "seq": 0, "rev": 0})
+    closed = await socket.receive_output(timeout=5)
+    assert closed["type"] == "websocket.close"
+    assert await socket.receive_nothing(timeout=0.2)
+    await socket.disconnect()

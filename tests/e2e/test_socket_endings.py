@@ -26,8 +26,10 @@ RAW_SEND_JS = """([url, size]) => new Promise((resolve) => {
 
 @pytest.fixture
 def tandem_server(tmp_path: Path, seeded_database: Path) -> Iterator[LiveServer]:
-    """The usual live server, with one message a minute so a refusal is easy to provoke."""
-    server = LiveServer(tmp_path, extra_env={"TANDEM_RATE_LIMIT_PER_MINUTE": "1"})
+    """The usual live server, with one message a minute so a refusal is easy to provoke, and
+    four sockets per user (two pages)."""
+    limits = {"TANDEM_RATE_LIMIT_PER_MINUTE": "1", "TANDEM_MAX_SOCKETS_PER_USER": "4"}
+    server = LiveServer(tmp_path, extra_env=limits)
     shutil.copyfile(seeded_database, server.database)
     server.start()
     yield server
@@ -102,3 +104,18 @@ def test_it_answers_a_frame_past_the_servers_default_limit_with_the_message_limi
     ws_url = url.replace("http://", "ws://").replace("/conversations/", "/ws/conversations/")
     answer = page.evaluate(RAW_SEND_JS, [ws_url, 3 * 1024 * 1024])
     assert "That message is too long (limit 20,000 characters)." in answer
+
+
+def test_it_says_too_many_tabs_when_a_user_opens_past_the_cap(new_page: Any) -> None:
+    page = new_page("alice")
+    url = start_conversation(page)
+    second = page.context.new_page()
+    second.goto(url)
+    second.locator("#connection[data-state='open']").wait_for()
+    third = page.context.new_page()
+    third.goto(url)
+    stays_gone(third, "Too many open Tandem tabs")
+    second.close()
+    third.wait_for_timeout(1000)  # the server hears of the closed tab
+    third.reload()
+    third.locator("#connection[data-state='open']").wait_for()

@@ -95,6 +95,15 @@ def error(text: str) -> str:
     )
 
 
+def stored(ref: str) -> str:
+    """The answer to a stored message: the error line cleared, naming the send it confirms."""
+    return format_html(
+        '<div id="composer-error" class="composer-error" role="alert" hx-swap-oob="true"'
+        ' data-stored="{}"></div>',
+        ref,
+    )
+
+
 def conversation_list(user_id: int, current: int | None) -> str:
     from chat import conversation_list as listing
 

@@ -207,6 +207,8 @@ TANDEM_LOGIN_WINDOW_S = env.int("TANDEM_LOGIN_WINDOW_S", default=15 * 60)
 TANDEM_LOGIN_TRUST_X_FORWARDED_FOR = env.bool(
     "TANDEM_LOGIN_TRUST_X_FORWARDED_FOR", default=SECURE_PROXY_SSL_HEADER is not None
 )
+# Open sockets per user and server process (each page holds two: the chat and the sidebar).
+TANDEM_MAX_SOCKETS_PER_USER = env.int("TANDEM_MAX_SOCKETS_PER_USER", default=20)
 
 LOGGING = {
     "version": 1,

@@ -42,7 +42,9 @@ def clean_user_text(text: object) -> str:
         raise UserInputError("A message must be text.")
     limit = settings.TANDEM_MAX_MESSAGE_CHARS
     if len(text) > limit:
-        raise UserInputError(f"That message is too long ({len(text)} characters; limit {limit}).")
+        raise UserInputError(
+            f"That message is too long ({len(text):,} characters; limit {limit:,} characters)."
+        )
     if not text.strip():
         raise UserInputError("An empty message cannot be sent.")
     return text.strip("\n")

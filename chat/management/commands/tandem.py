@@ -11,6 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from chat import frames_in
 from chat.client import uses_simulator
 
 DEMO_USERS = [
@@ -50,7 +51,17 @@ class Command(BaseCommand):
         from chat import engine
 
         twisted_loop.call_soon(engine.bind, twisted_loop)
-        CommandLineInterface().run(["-b", host, "-p", str(port), "project.asgi:application"])
+        # Daphne drops a frame over its limit (1 MiB by default) with no answer: let it take
+        # frames well past Tandem's own limit, which chat.frames_in refuses with a clear error.
+        frame_bytes = str(frames_in.server_frame_bytes(settings.TANDEM_MAX_MESSAGE_CHARS))
+        CommandLineInterface().run(
+            [
+                *("-b", host, "-p", str(port)),
+                *("--websocket-max-message-size", frame_bytes),
+                *("--websocket-max-frame-size", frame_bytes),
+                "project.asgi:application",
+            ]
+        )
 
     def _demo_users(self) -> None:
         User = get_user_model()

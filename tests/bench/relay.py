@@ -1,0 +1,368 @@
+"""Issue 10's benchmark: Tandem against a bare relay, side by side, N streams each.
+
+    python -m tests.bench.relay --n 1,20,50,100 [--tps 30 --tokens 60 --messages 2]
+
+Three processes besides this one, on free loopback ports: the fake Messages API
+(tests/bench/fake_api.py: the simulator with stamped tokens), the bare relay
+(tests/bench/bare_relay.py) and Tandem (tests/bench/tandem_server.py: `manage.py tandem` with
+statement counters; production settings: DEBUG off, SECRET_KEY set, SQLite, in-memory channel
+layer). Users are created beforehand and every one logs in over HTTP once, before any round.
+For each N, the bare relay then Tandem get N sessions (tests/bench/relay_client.py); each
+connects and syncs, then, after a start spread over one reply's duration, sends its messages one
+after another. Only that talking is the measured phase (server CPU, database counts). The table
+gives relay latency (token emitted by the fake API -> frame at the client), time to first token
+(send -> first text at the client), server CPU per delivered token, frames per tab per reply,
+and Tandem's queries per reply and per doorbell; a round whose tabs did not each receive every
+token exactly once, in order, is marked FAILS with what went wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from tests.bench.load import PASSWORD, PREFIX, _create_users
+from tests.bench.relay_client import Session, login, new_conversation
+from tests.bench.relay_metrics import ReplyTrace, fmt_pair, p50_p99_ms
+from tests.bench.tandem_server import COUNTS_ENV
+from tests.e2e.server import ROOT, LiveServer, free_port
+
+AT_ONCE = 4  # logins and conversation creations in flight at once (setup, not measured)
+
+
+@dataclass
+class Process:
+    """A server process on a loopback port: started, its CPU time read, stopped."""
+
+    module: str
+    port: int
+    env: dict[str, str]
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    _log: IO[bytes] | None = None
+
+    def start(self, *args: str) -> None:
+        self._log = open(self.log_path, "ab")  # noqa: SIM115
+        command = [sys.executable, "-m", self.module, "--port", str(self.port), *args]
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.module} exited: {self.log_path.read_text()[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"{self.module} did not start in 120 s")
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time of the process so far (Linux /proc)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        if self._log is not None:
+            self._log.close()
+
+
+@dataclass
+class Round:
+    server: str
+    n: int
+    tokens: int
+    sessions: list[Session]
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def traces(self) -> list[ReplyTrace]:
+        return [t for s in self.sessions for t in s.traces]
+
+    @property
+    def delivered(self) -> int:
+        return sum(len(t.first_seen_ns) for t in self.traces)
+
+    def problems(self) -> list[str]:
+        found = [e for s in self.sessions for e in s.errors]
+        expected = sum(s.messages for s in self.sessions)
+        if len(self.traces) != expected:
+            found.append(f"{len(self.traces)} replies traced of {expected}")
+        for number, trace in enumerate(self.traces):
+            found += [f"reply {number}: {p}" for p in trace.problems(self.tokens)]
+        return found
+
+    def cpu_per_token_ms(self) -> float | None:
+        return self.cpu_s / self.delivered * 1000 if self.delivered else None
+
+    def cells(self, bare: Round | None) -> list[str]:
+        traces = self.traces
+        replies = max(1, len(traces))
+        latencies = [v for t in traces for v in t.latencies_s()]
+        ttft = [v for t in traces if (v := t.ttft_s()) is not None]
+        cpu = self.cpu_per_token_ms()
+        bare_cpu = bare.cpu_per_token_ms() if bare is not None else None
+        ratio = f"{cpu / bare_cpu:.1f}x" if cpu and bare_cpu else ""
+        c = self.counts
+        per_reply = (lambda key: f"{c[key] / replies:.1f}") if c else (lambda key: "-")
+        per_bell = f"{c['doorbell_queries'] / c['doorbells']:.2f}" if c.get("doorbells") else "-"
+        sidebar = sum(s.sidebar_frames for s in self.sessions)
+        problems = self.problems()
+        return [
+            str(self.n),
+            self.server,
+            fmt_pair(p50_p99_ms(latencies)),
+            fmt_pair(p50_p99_ms(ttft)),
+            f"{cpu:.2f} ms {ratio}".strip() if cpu is not None else "-",
+            f"{sum(t.frames for t in traces) / replies:.1f}"
+            + (f" +{sidebar / replies:.1f}" if sidebar else ""),
+            per_reply("queries"),
+            per_reply("writes"),
+            per_reply("doorbells"),
+            per_bell,
+            "ok" if not problems else f"FAILS ({len(problems)})",
+        ]
+
+
+HEADER = [
+    "N",
+    "server",
+    "relay p50 / p99",
+    "first token p50 / p99",
+    "CPU/token",
+    "frames/tab/reply",
+    "queries/reply",
+    "writes/reply",
+    "doorbells/reply",
+    "queries/doorbell",
+    "exactly once",
+]
+
+
+def table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [HEADER, *rows]) for i in range(len(HEADER))]
+    lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(HEADER, widths, strict=True)) + " |"]
+    lines.append("| " + " | ".join("-" * w for w in widths) + " |")
+    lines += [
+        "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows
+    ]
+    return "\n".join(lines)
+
+
+class Bench:
+    def __init__(self, workdir: Path, args: argparse.Namespace) -> None:
+        self.args = args
+        self.reply_s = args.tokens / args.tps
+        fake_port = free_port()
+        api_env = {
+            "ANTHROPIC_API_KEY": "bench-dummy-key",
+            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{fake_port}",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "PYTHONUNBUFFERED": "1",
+        }
+        base = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        self.fake = Process("tests.bench.fake_api", fake_port, base, workdir / "fake_api.log")
+        self.bare = Process(
+            "tests.bench.bare_relay", free_port(), {**base, **api_env}, workdir / "bare.log"
+        )
+        self.counts_file = workdir / "counts.json"
+        self.live = LiveServer(
+            workdir,
+            extra_env={
+                **api_env,
+                COUNTS_ENV: str(self.counts_file),
+                "TANDEM_SWEEP_INTERVAL_S": "2.0",  # the production default
+            },
+        )
+        self.tandem = Process(
+            "tests.bench.tandem_server", self.live.port, self.live.env, workdir / "server.log"
+        )
+        self.cookies: list[str] = []
+        self.rounds: list[Round] = []
+
+    def start(self) -> None:
+        self.fake.start("--tps", str(self.args.tps), "--tokens", str(self.args.tokens))
+        self.bare.start()
+        self.live.manage("migrate", "--noinput")
+        _create_users(self.live, max(self.args.n))
+        self.tandem.start()
+
+    def stop(self) -> None:
+        for process in (self.tandem, self.bare, self.fake):
+            process.stop()
+
+    async def run(self) -> list[Round]:
+        gate = asyncio.Semaphore(AT_ONCE)
+
+        async def log_in(number: int) -> str:
+            async with gate:
+                return await login(self.tandem.url, f"{PREFIX}{number}", PASSWORD)
+
+        started = time.monotonic()
+        self.cookies = list(await asyncio.gather(*(log_in(i) for i in range(max(self.args.n)))))
+        print(f"{len(self.cookies)} logins in {time.monotonic() - started:.1f} s", flush=True)
+        for server in ("bare", "Tandem"):  # first replies pay one-off costs (imports, caches)
+            warm = await self.round(server, 1, messages=1)
+            if warm.problems():
+                raise RuntimeError(f"warm-up of {server} failed: {warm.problems()[:3]}")
+        rows: list[list[str]] = []
+        for n in self.args.n:
+            bare = await self.round("bare", n)
+            tandem = await self.round("Tandem", n)
+            self.rounds += [bare, tandem]
+            rows += [bare.cells(None), tandem.cells(bare)]
+            print(table(rows[-2:]), flush=True)
+        print("\n" + table(rows), flush=True)
+        return self.rounds
+
+    async def round(self, server: str, n: int, *, messages: int | None = None) -> Round:
+        messages = messages or self.args.messages
+        if server == "bare":
+            sessions = [Session(i, self.bare.url, "/ws/", messages=messages) for i in range(n)]
+            process = self.bare
+        else:
+            gate = asyncio.Semaphore(AT_ONCE)
+
+            async def create(cookie: str) -> int:
+                async with gate:
+                    return await new_conversation(self.tandem.url, cookie)
+
+            ids = await asyncio.gather(*(create(c) for c in self.cookies[:n]))
+            sessions = [
+                Session(
+                    i,
+                    self.tandem.url,
+                    f"/ws/conversations/{cid}/",
+                    cookie=self.cookies[i],
+                    sidebar_path=f"/ws/conversations/current/{cid}/" if self.args.sidebar else "",
+                    messages=messages,
+                )
+                for i, cid in enumerate(ids)
+            ]
+            process = self.tandem
+        result = Round(server, n, self.args.tokens, sessions)
+        ready = [asyncio.Event() for _ in sessions]
+        go = asyncio.Event()
+        spread = self.reply_s * self.args.spread
+        tasks = [
+            asyncio.create_task(s.run(r, go, spread * i / n))
+            for i, (s, r) in enumerate(zip(sessions, ready, strict=True))
+        ]
+        async with asyncio.timeout(300):
+            await asyncio.gather(*(r.wait() for r in ready))
+        await asyncio.sleep(1.0)  # connections and syncs settle before the measured phase
+        counts = await self.counts() if server == "Tandem" else {}
+        cpu, started = process.cpu_seconds(), time.monotonic()
+        go.set()
+        await asyncio.gather(*tasks)
+        result.wall_s = time.monotonic() - started
+        result.cpu_s = process.cpu_seconds() - cpu
+        if counts:
+            after = await self.counts()
+            result.counts = {k: after[k] - counts[k] for k in counts if k != "dumps"}
+        await asyncio.sleep(1.0)  # the sockets close and the server settles between rounds
+        return result
+
+    async def counts(self) -> dict[str, int]:
+        """Ask the Tandem process for its statement counts (SIGUSR1, tandem_server.py)."""
+        before = self._read_counts().get("dumps", 0)
+        os.kill(self.tandem.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            counts = self._read_counts()
+            if counts.get("dumps", 0) > before:
+                return counts
+            await asyncio.sleep(0.02)
+        raise RuntimeError("the Tandem server did not write its counts")
+
+    def _read_counts(self) -> dict[str, Any]:
+        try:
+            data: dict[str, Any] = json.loads(self.counts_file.read_text())
+        except (OSError, ValueError):
+            return {}
+        return data
+
+
+def load_average() -> str:
+    return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
+
+
+def run(args: argparse.Namespace) -> list[Round]:
+    with tempfile.TemporaryDirectory(prefix="tandem-relay-", delete=not args.keep) as workdir:
+        print(
+            f"== relay benchmark: N = {args.n}, fake API {args.tps:g} tokens/s, {args.tokens} "
+            f"tokens per reply, {args.messages} messages per session, {os.cpu_count()} CPUs, "
+            f"load average {load_average()} ==",
+            flush=True,
+        )
+        bench = Bench(Path(workdir), args)
+        try:
+            bench.start()
+            rounds = asyncio.run(bench.run())
+        finally:
+            bench.stop()
+            if args.keep:
+                print(f"kept: {workdir}")
+        print(f"load average after: {load_average()}")
+        for r in rounds:
+            for problem in r.problems()[:5]:
+                print(f"N={r.n} {r.server}: {problem}")
+        return rounds
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--n", type=lambda s: [int(x) for x in s.split(",")], default=[1, 20, 50, 100])
+    p.add_argument("--tps", type=float, default=30.0, help="fake API tokens per second")
+    p.add_argument("--tokens", type=int, default=60, help="tokens per reply")
+    p.add_argument("--messages", type=int, default=2, help="messages per session")
+    p.add_argument(
+        "--spread", type=float, default=1.0, help="session starts spread over this many replies"
+    )
+    p.add_argument(
+        "--no-sidebar",
+        dest="sidebar",
+        action="store_false",
+        help="Tandem tabs open only the conversation socket (a page also opens the list's)",
+    )
+    p.add_argument("--keep", action="store_true", help="keep the work directory (logs, database)")
+    return p
+
+
+def main() -> None:
+    rounds = run(parser().parse_args())
+    raise SystemExit(1 if any(r.problems() for r in rounds) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -103,6 +103,8 @@ class Round:
     sessions: list[Session]
     cpu_s: float = 0.0
     wall_s: float = 0.0
+    fake_cpu_s: float = 0.0  # the fake Messages API's CPU in the measured phase
+    driver_cpu_s: float = 0.0  # this process's (the clients')
     counts: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -121,6 +123,15 @@ class Round:
         for number, trace in enumerate(self.traces):
             found += [f"reply {number}: {p}" for p in trace.problems(self.tokens)]
         return found
+
+    def cores(self) -> str:
+        """CPU of the measured phase in cores: the server, the fake API, the driver."""
+        wall = max(self.wall_s, 1e-9)
+        return (
+            f"N={self.n} {self.server}: {self.wall_s:.1f} s; cores used: server "
+            f"{self.cpu_s / wall:.2f}, fake API {self.fake_cpu_s / wall:.2f}, "
+            f"driver {self.driver_cpu_s / wall:.2f}; load average {load_average()}"
+        )
 
     def cpu_per_token_ms(self) -> float | None:
         return self.cpu_s / self.delivered * 1000 if self.delivered else None
@@ -242,6 +253,7 @@ class Bench:
             self.rounds += [bare, tandem]
             rows += [bare.cells(None), tandem.cells(bare)]
             print(table(rows[-2:]), flush=True)
+            print(f"  {bare.cores()}\n  {tandem.cores()}", flush=True)
         print("\n" + table(rows), flush=True)
         return self.rounds
 
@@ -282,16 +294,38 @@ class Bench:
             await asyncio.gather(*(r.wait() for r in ready))
         await asyncio.sleep(1.0)  # connections and syncs settle before the measured phase
         counts = await self.counts() if server == "Tandem" else {}
+        profiler = self.profiler(server, n)
         cpu, started = process.cpu_seconds(), time.monotonic()
+        fake_cpu, driver_cpu = self.fake.cpu_seconds(), time.process_time()
         go.set()
         await asyncio.gather(*tasks)
         result.wall_s = time.monotonic() - started
         result.cpu_s = process.cpu_seconds() - cpu
+        result.fake_cpu_s = self.fake.cpu_seconds() - fake_cpu
+        result.driver_cpu_s = time.process_time() - driver_cpu
+        if profiler is not None:
+            profiler.send_signal(signal.SIGINT)  # py-spy writes its file on interrupt
+            await asyncio.to_thread(profiler.wait, 60)
         if counts:
             after = await self.counts()
             result.counts = {k: after[k] - counts[k] for k in counts if k != "dumps"}
         await asyncio.sleep(1.0)  # the sockets close and the server settles between rounds
         return result
+
+    def profiler(self, server: str, n: int) -> subprocess.Popen[bytes] | None:
+        """py-spy sampling Tandem through the measured phase, with --profile DIR."""
+        if not self.args.profile or server != "Tandem" or n not in self.args.profile_n:
+            return None
+        out = Path(self.args.profile) / f"tandem-n{n}.txt"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        py_spy = Path(sys.executable).with_name("py-spy")
+        command = [str(py_spy) if py_spy.exists() else "py-spy", "record", "--nonblocking"]
+        command += ["--threads", "-r", "100", "-f", "raw", "-o", str(out)]
+        return subprocess.Popen(
+            [*command, "-p", str(self.tandem.pid)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     async def counts(self) -> dict[str, int]:
         """Ask the Tandem process for its statement counts (SIGUSR1, tandem_server.py)."""
@@ -314,7 +348,7 @@ class Bench:
 
 
 def load_average() -> str:
-    return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def run(args: argparse.Namespace) -> list[Round]:
@@ -354,6 +388,15 @@ def parser() -> argparse.ArgumentParser:
         dest="sidebar",
         action="store_false",
         help="Tandem tabs open only the conversation socket (a page also opens the list's)",
+    )
+    p.add_argument(
+        "--profile", default="", help="a directory: py-spy samples Tandem's measured phases there"
+    )
+    p.add_argument(
+        "--profile-n",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[50],
+        help="the N whose Tandem round is profiled (with --profile)",
     )
     p.add_argument("--keep", action="store_true", help="keep the work directory (logs, database)")
     return p

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.bench.profile_summary import report, summarise
 from tests.bench.relay_client import article_html
 from tests.bench.relay_metrics import (
     ReplyTrace,
@@ -75,3 +76,17 @@ def test_percentile_pairs_and_their_text() -> None:
     assert p50_p99_ms([0.001 * i for i in range(1, 101)]) == (50.0, 99.0)
     assert fmt_pair((12.3, 1500.0)) == "12 ms / 1.50 s"
     assert fmt_pair(None) == "-"
+
+
+def test_a_profile_summary_counts_threads_self_and_inclusive_samples() -> None:
+    raw = (
+        "thread (0x1);main (a.py:1);run (b.py:2);query (c.py:3) 6\n"
+        "thread (0x1);main (a.py:1);run (b.py:9) 2\n"
+        "thread (0x2);worker (d.py:1);query (c.py:4) 2\n"
+    )
+    total, threads, own, inclusive = summarise(raw)
+    assert total == 10
+    assert threads == {"thread (0x1)": 8, "thread (0x2)": 2}
+    assert own == {"query (c.py)": 8, "run (b.py)": 2}
+    assert inclusive["main (a.py)"] == 8 and inclusive["query (c.py)"] == 8
+    assert report(raw).splitlines()[0] == "10 samples"

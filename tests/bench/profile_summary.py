@@ -1,6 +1,6 @@
 """Summarise a py-spy raw (collapsed stacks) profile: where the samples went.
 
-    python -m tests.bench.profile_summary /tmp/profile/tandem-n50.txt [--top 25]
+    python -m tests.bench.profile_summary /tmp/profile/tandem-n50.txt [--top 25] [--match chat/]
 
 Each line of py-spy's ``-f raw`` output is ``frame;frame;...;frame COUNT``, outermost first
 (with ``--threads`` the first frame names the thread). Printed: samples per thread, the
@@ -42,14 +42,16 @@ def summarise(text: str) -> tuple[int, Counter[str], Counter[str], Counter[str]]
     return total, threads, own, inclusive
 
 
-def report(text: str, top: int = 25) -> str:
+def report(text: str, top: int = 25, match: str = "") -> str:
+    """The summary; with ``match``, only functions whose name contains it (e.g. ``chat/``)."""
     total, threads, own, inclusive = summarise(text)
     if not total:
         return "no samples"
     lines = [f"{total} samples"]
     for title, counter in (("threads", threads), ("self", own), ("inclusive", inclusive)):
         lines.append(f"-- {title} --")
-        lines += [f"{n / total:6.1%}  {name}" for name, n in counter.most_common(top)]
+        chosen = [(k, n) for k, n in counter.most_common() if title == "threads" or match in k]
+        lines += [f"{n / total:6.1%}  {name}" for name, n in chosen[:top]]
     return "\n".join(lines)
 
 
@@ -57,8 +59,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("path", type=Path)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--match", default="", help="only functions whose name contains this")
     args = parser.parse_args()
-    print(report(args.path.read_text(), args.top))
+    print(report(args.path.read_text(), args.top, args.match))
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from typing import IO, Any
 from tests.bench.load import PASSWORD, PREFIX, _create_users
 from tests.bench.relay_client import Session, login, new_conversation
 from tests.bench.relay_metrics import ReplyTrace, fmt_pair, p50_p99_ms
-from tests.bench.tandem_server import COUNTS_ENV
+from tests.bench.tandem_server import COUNTS_ENV, EXPERIMENT_ENV, EXPERIMENTS
 from tests.e2e.server import ROOT, LiveServer, free_port
 
 AT_ONCE = 4  # logins and conversation creations in flight at once (setup, not measured)
@@ -106,6 +106,7 @@ class Round:
     fake_cpu_s: float = 0.0  # the fake Messages API's CPU in the measured phase
     driver_cpu_s: float = 0.0  # this process's (the clients')
     counts: dict[str, int] = field(default_factory=dict)
+    kinds: dict[str, int] = field(default_factory=dict)  # statements by verb and table
 
     @property
     def traces(self) -> list[ReplyTrace]:
@@ -132,6 +133,12 @@ class Round:
             f"{self.cpu_s / wall:.2f}, fake API {self.fake_cpu_s / wall:.2f}, "
             f"driver {self.driver_cpu_s / wall:.2f}; load average {load_average()}"
         )
+
+    def statements(self, top: int = 8) -> str:
+        """The most frequent statements per reply (Tandem)."""
+        replies = max(1, len(self.traces))
+        ranked = sorted(self.kinds.items(), key=lambda kv: -kv[1])[:top]
+        return ", ".join(f"{kind} {count / replies:.1f}" for kind, count in ranked)
 
     def cpu_per_token_ms(self) -> float | None:
         return self.cpu_s / self.delivered * 1000 if self.delivered else None
@@ -190,6 +197,80 @@ def table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+@dataclass
+class TandemServer:
+    """One Tandem process over its own SQLite database, with its signed-in users."""
+
+    name: str
+    live: LiveServer
+    process: Process
+    counts_file: Path
+    cookies: list[str] = field(default_factory=list)
+
+    @classmethod
+    def create(cls, name: str, workdir: Path, env: dict[str, str]) -> TandemServer:
+        workdir.mkdir(parents=True, exist_ok=True)
+        counts_file = workdir / "counts.json"
+        live = LiveServer(
+            workdir,
+            extra_env={
+                **env,
+                COUNTS_ENV: str(counts_file),
+                "TANDEM_SWEEP_INTERVAL_S": "2.0",  # the production default
+            },
+        )
+        process = Process("tests.bench.tandem_server", live.port, live.env, workdir / "server.log")
+        return cls(name, live, process, counts_file)
+
+    async def log_in(self, users: int) -> None:
+        gate = asyncio.Semaphore(AT_ONCE)
+
+        async def log_in(number: int) -> str:
+            async with gate:
+                return await login(self.process.url, f"{PREFIX}{number}", PASSWORD)
+
+        self.cookies = list(await asyncio.gather(*(log_in(i) for i in range(users))))
+
+    async def sessions(self, n: int, messages: int, sidebar: bool) -> list[Session]:
+        gate = asyncio.Semaphore(AT_ONCE)
+
+        async def create(cookie: str) -> int:
+            async with gate:
+                return await new_conversation(self.process.url, cookie)
+
+        ids = await asyncio.gather(*(create(c) for c in self.cookies[:n]))
+        return [
+            Session(
+                i,
+                self.process.url,
+                f"/ws/conversations/{cid}/",
+                cookie=self.cookies[i],
+                sidebar_path=f"/ws/conversations/current/{cid}/" if sidebar else "",
+                messages=messages,
+            )
+            for i, cid in enumerate(ids)
+        ]
+
+    async def counts(self) -> dict[str, Any]:
+        """Ask the process for its statement counts (SIGUSR1, tandem_server.py)."""
+        before = self._read_counts().get("dumps", 0)
+        os.kill(self.process.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            counts = self._read_counts()
+            if counts.get("dumps", 0) > before:
+                return counts
+            await asyncio.sleep(0.02)
+        raise RuntimeError(f"{self.name} did not write its counts")
+
+    def _read_counts(self) -> dict[str, Any]:
+        try:
+            data: dict[str, Any] = json.loads(self.counts_file.read_text())
+        except (OSError, ValueError):
+            return {}
+        return data
+
+
 class Bench:
     def __init__(self, workdir: Path, args: argparse.Namespace) -> None:
         self.args = args
@@ -206,82 +287,65 @@ class Bench:
         self.bare = Process(
             "tests.bench.bare_relay", free_port(), {**base, **api_env}, workdir / "bare.log"
         )
-        self.counts_file = workdir / "counts.json"
-        self.live = LiveServer(
-            workdir,
-            extra_env={
-                **api_env,
-                COUNTS_ENV: str(self.counts_file),
-                "TANDEM_SWEEP_INTERVAL_S": "2.0",  # the production default
-            },
-        )
-        self.tandem = Process(
-            "tests.bench.tandem_server", self.live.port, self.live.env, workdir / "server.log"
-        )
-        self.cookies: list[str] = []
+        self.tandems = [TandemServer.create("Tandem", workdir / "tandem", api_env)]
+        if args.experiment:  # the same code with a what-if patch, in the same run
+            self.tandems.append(
+                TandemServer.create(
+                    f"Tandem+{args.experiment}",
+                    workdir / "experiment",
+                    {**api_env, EXPERIMENT_ENV: args.experiment},
+                )
+            )
         self.rounds: list[Round] = []
 
     def start(self) -> None:
         self.fake.start("--tps", str(self.args.tps), "--tokens", str(self.args.tokens))
         self.bare.start()
-        self.live.manage("migrate", "--noinput")
-        _create_users(self.live, max(self.args.n))
-        self.tandem.start()
+        for tandem in self.tandems:
+            tandem.live.manage("migrate", "--noinput")
+            _create_users(tandem.live, max(self.args.n))
+            tandem.process.start()
 
     def stop(self) -> None:
-        for process in (self.tandem, self.bare, self.fake):
+        for process in (*(t.process for t in self.tandems), self.bare, self.fake):
             process.stop()
 
     async def run(self) -> list[Round]:
-        gate = asyncio.Semaphore(AT_ONCE)
-
-        async def log_in(number: int) -> str:
-            async with gate:
-                return await login(self.tandem.url, f"{PREFIX}{number}", PASSWORD)
-
-        started = time.monotonic()
-        self.cookies = list(await asyncio.gather(*(log_in(i) for i in range(max(self.args.n)))))
-        print(f"{len(self.cookies)} logins in {time.monotonic() - started:.1f} s", flush=True)
-        for server in ("bare", "Tandem"):  # first replies pay one-off costs (imports, caches)
+        for tandem in self.tandems:
+            started = time.monotonic()
+            await tandem.log_in(max(self.args.n))
+            took = time.monotonic() - started
+            print(f"{tandem.name}: {len(tandem.cookies)} logins in {took:.1f} s", flush=True)
+        servers = [None, *self.tandems]
+        for server in servers:  # first replies pay one-off costs (imports, caches)
             warm = await self.round(server, 1, messages=1)
             if warm.problems():
-                raise RuntimeError(f"warm-up of {server} failed: {warm.problems()[:3]}")
+                raise RuntimeError(f"warm-up of {warm.server} failed: {warm.problems()[:3]}")
         rows: list[list[str]] = []
         for n in self.args.n:
-            bare = await self.round("bare", n)
-            tandem = await self.round("Tandem", n)
-            self.rounds += [bare, tandem]
-            rows += [bare.cells(None), tandem.cells(bare)]
-            print(table(rows[-2:]), flush=True)
-            print(f"  {bare.cores()}\n  {tandem.cores()}", flush=True)
+            bare = await self.round(None, n)
+            rounds = [bare] + [await self.round(t, n) for t in self.tandems]
+            self.rounds += rounds
+            rows += [bare.cells(None)] + [r.cells(bare) for r in rounds[1:]]
+            print(table(rows[-len(rounds) :]), flush=True)
+            for r in rounds:
+                print(f"  {r.cores()}", flush=True)
+            for r in rounds[1:]:
+                print(f"  {r.server} statements per reply: {r.statements()}", flush=True)
         print("\n" + table(rows), flush=True)
         return self.rounds
 
-    async def round(self, server: str, n: int, *, messages: int | None = None) -> Round:
+    async def round(
+        self, tandem: TandemServer | None, n: int, *, messages: int | None = None
+    ) -> Round:
+        """N sessions against the bare relay (``tandem`` None) or a Tandem server."""
         messages = messages or self.args.messages
-        if server == "bare":
+        if tandem is None:
+            server, process = "bare", self.bare
             sessions = [Session(i, self.bare.url, "/ws/", messages=messages) for i in range(n)]
-            process = self.bare
         else:
-            gate = asyncio.Semaphore(AT_ONCE)
-
-            async def create(cookie: str) -> int:
-                async with gate:
-                    return await new_conversation(self.tandem.url, cookie)
-
-            ids = await asyncio.gather(*(create(c) for c in self.cookies[:n]))
-            sessions = [
-                Session(
-                    i,
-                    self.tandem.url,
-                    f"/ws/conversations/{cid}/",
-                    cookie=self.cookies[i],
-                    sidebar_path=f"/ws/conversations/current/{cid}/" if self.args.sidebar else "",
-                    messages=messages,
-                )
-                for i, cid in enumerate(ids)
-            ]
-            process = self.tandem
+            server, process = tandem.name, tandem.process
+            sessions = await tandem.sessions(n, messages, self.args.sidebar)
         result = Round(server, n, self.args.tokens, sessions)
         ready = [asyncio.Event() for _ in sessions]
         go = asyncio.Event()
@@ -293,8 +357,8 @@ class Bench:
         async with asyncio.timeout(300):
             await asyncio.gather(*(r.wait() for r in ready))
         await asyncio.sleep(1.0)  # connections and syncs settle before the measured phase
-        counts = await self.counts() if server == "Tandem" else {}
-        profiler = self.profiler(server, n)
+        counts = await tandem.counts() if tandem is not None else {}
+        profiler = self.profiler(tandem, n)
         cpu, started = process.cpu_seconds(), time.monotonic()
         fake_cpu, driver_cpu = self.fake.cpu_seconds(), time.process_time()
         go.set()
@@ -307,44 +371,31 @@ class Bench:
             profiler.send_signal(signal.SIGINT)  # py-spy writes its file on interrupt
             await asyncio.to_thread(profiler.wait, 60)
         if counts:
-            after = await self.counts()
-            result.counts = {k: after[k] - counts[k] for k in counts if k != "dumps"}
+            assert tandem is not None
+            after = await tandem.counts()
+            result.counts = {k: after[k] - counts[k] for k in counts if k not in ("dumps", "kinds")}
+            result.kinds = {
+                k: v - counts["kinds"].get(k, 0)
+                for k, v in after["kinds"].items()
+                if v > counts["kinds"].get(k, 0)
+            }
         await asyncio.sleep(1.0)  # the sockets close and the server settles between rounds
         return result
 
-    def profiler(self, server: str, n: int) -> subprocess.Popen[bytes] | None:
-        """py-spy sampling Tandem through the measured phase, with --profile DIR."""
-        if not self.args.profile or server != "Tandem" or n not in self.args.profile_n:
+    def profiler(self, tandem: TandemServer | None, n: int) -> subprocess.Popen[bytes] | None:
+        """py-spy sampling a Tandem server through the measured phase, with --profile DIR."""
+        if not self.args.profile or tandem is None or n not in self.args.profile_n:
             return None
-        out = Path(self.args.profile) / f"tandem-n{n}.txt"
+        out = Path(self.args.profile) / f"{tandem.name.lower()}-n{n}.txt"
         out.parent.mkdir(parents=True, exist_ok=True)
         py_spy = Path(sys.executable).with_name("py-spy")
         command = [str(py_spy) if py_spy.exists() else "py-spy", "record", "--nonblocking"]
         command += ["--threads", "-r", "100", "-f", "raw", "-o", str(out)]
         return subprocess.Popen(
-            [*command, "-p", str(self.tandem.pid)],
+            [*command, "-p", str(tandem.process.pid)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-
-    async def counts(self) -> dict[str, int]:
-        """Ask the Tandem process for its statement counts (SIGUSR1, tandem_server.py)."""
-        before = self._read_counts().get("dumps", 0)
-        os.kill(self.tandem.pid, signal.SIGUSR1)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            counts = self._read_counts()
-            if counts.get("dumps", 0) > before:
-                return counts
-            await asyncio.sleep(0.02)
-        raise RuntimeError("the Tandem server did not write its counts")
-
-    def _read_counts(self) -> dict[str, Any]:
-        try:
-            data: dict[str, Any] = json.loads(self.counts_file.read_text())
-        except (OSError, ValueError):
-            return {}
-        return data
 
 
 def load_average() -> str:
@@ -356,6 +407,7 @@ def run(args: argparse.Namespace) -> list[Round]:
         print(
             f"== relay benchmark: N = {args.n}, fake API {args.tps:g} tokens/s, {args.tokens} "
             f"tokens per reply, {args.messages} messages per session, {os.cpu_count()} CPUs, "
+            f"{'experiment ' + args.experiment + ', ' if args.experiment else ''}"
             f"load average {load_average()} ==",
             flush=True,
         )
@@ -397,6 +449,12 @@ def parser() -> argparse.ArgumentParser:
         type=lambda s: [int(x) for x in s.split(",")],
         default=[50],
         help="the N whose Tandem round is profiled (with --profile)",
+    )
+    p.add_argument(
+        "--experiment",
+        default="",
+        choices=["", *EXPERIMENTS],
+        help="a what-if patch applied to the Tandem server (tests/bench/tandem_server.py)",
     )
     p.add_argument("--keep", action="store_true", help="keep the work directory (logs, database)")
     return p

@@ -12,6 +12,7 @@ from tests.bench.relay_metrics import (
     parse_tokens,
     token_text,
 )
+from tests.bench.tandem_server import statement_kind
 
 
 def stamped(first: int, last: int, emitted_us: int = 1_000) -> str:
@@ -90,3 +91,14 @@ def test_a_profile_summary_counts_threads_self_and_inclusive_samples() -> None:
     assert own == {"query (c.py)": 8, "run (b.py)": 2}
     assert inclusive["main (a.py)"] == 8 and inclusive["query (c.py)"] == 8
     assert report(raw).splitlines()[0] == "10 samples"
+
+
+def test_statements_are_counted_by_verb_and_table() -> None:
+    assert statement_kind('SELECT "chat_message"."id" FROM "chat_message" WHERE 1') == (
+        "SELECT chat_message"
+    )
+    assert statement_kind('INSERT INTO "chat_message" ("seq") VALUES (1)') == "INSERT chat_message"
+    assert statement_kind('UPDATE "chat_conversation" SET "rev" = 2') == "UPDATE chat_conversation"
+    assert statement_kind('DELETE FROM "django_session" WHERE 1') == "DELETE django_session"
+    assert statement_kind('SAVEPOINT "s1"') == "SAVEPOINT"
+    assert statement_kind("") == "?"

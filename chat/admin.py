@@ -250,11 +250,15 @@ class ToolPairAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         for problem in problems:
             self.message_user(request, problem, messages.WARNING)
 
-    @admin.action(description="Approve selected calls", permissions=["change"])
+    def has_decide_permission(self, request: HttpRequest) -> bool:
+        """The approve and deny actions: the same rule as every other path to a decision."""
+        return approvals.may_decide_for_staff(request.user)
+
+    @admin.action(description="Approve selected calls", permissions=["decide"])
     def approve_calls(self, request: HttpRequest, queryset: QuerySet[ToolPair]) -> None:
         self._each(request, queryset, "Approved", lambda pk: approvals.approve(pk, request.user))
 
-    @admin.action(description="Deny selected calls (with a note)…", permissions=["change"])
+    @admin.action(description="Deny selected calls (with a note)…", permissions=["decide"])
     def deny_calls(self, request: HttpRequest, queryset: QuerySet[ToolPair]) -> Any:
         form = DenyForm(request.POST if "confirm" in request.POST else None)
         if form.is_bound and form.is_valid():

@@ -11,6 +11,7 @@ class ChatConfig(AppConfig):
         Importing the runner here also loads the SDK (about a second) at start-up rather than
         on the first message, where it would stall the loop and every socket on it.
         """
+        from chat import socket_auth
         from chat.runtime import engine, runner, sweeper, tasks
         from tools import task_backend
 
@@ -22,3 +23,4 @@ class ChatConfig(AppConfig):
                 on_bind=(task_backend.bind_loop,),
             )
         )
+        socket_auth.connect_receivers()

@@ -212,6 +212,9 @@ class ToolPair(models.Model):
             models.Index(fields=["conversation", "flushed_at"]),
             models.Index(fields=["status", "deadline_at"]),
         ]
+        # Approving or denying a call held for staff: granted on its own, since being staff
+        # (or being allowed to cancel and retry calls) must not be enough to let a call run.
+        permissions = [("decide_toolpair", "Can approve or deny calls held for staff")]
 
     def __str__(self) -> str:
         return f"{self.tool_name} {self.tool_use_id} ({self.status})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages as flash
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -39,6 +40,8 @@ def conversation_page(request: HttpRequest, conversation_id: int) -> HttpRespons
             "conversation": conversation,
             "views": views,
             "seq": seq,
+            "max_message_chars": settings.TANDEM_MAX_MESSAGE_CHARS,
+            "max_message_label": f"{settings.TANDEM_MAX_MESSAGE_CHARS:,}",
             **sidebar.context(_user_id(request), conversation.pk),
         },
     )

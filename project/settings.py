@@ -198,6 +198,17 @@ TANDEM_MAX_TOOL_ROUNDS = env.int("TANDEM_MAX_TOOL_ROUNDS", default=10)
 TANDEM_MAX_INVALID_TOOL_CALLS = env.int("TANDEM_MAX_INVALID_TOOL_CALLS", default=3)
 TANDEM_MAX_MESSAGE_CHARS = env.int("TANDEM_MAX_MESSAGE_CHARS", default=20_000)
 TANDEM_RATE_LIMIT_PER_MINUTE = env.int("TANDEM_RATE_LIMIT_PER_MINUTE", default=30)
+# Login throttling (chat.login_throttle): failed attempts per account and per address within a
+# window counted from the first failure; then every attempt is refused until the window ends.
+TANDEM_LOGIN_FAILURES_PER_ACCOUNT = env.int("TANDEM_LOGIN_FAILURES_PER_ACCOUNT", default=5)
+TANDEM_LOGIN_FAILURES_PER_ADDRESS = env.int("TANDEM_LOGIN_FAILURES_PER_ADDRESS", default=20)
+TANDEM_LOGIN_WINDOW_S = env.int("TANDEM_LOGIN_WINDOW_S", default=15 * 60)
+# Behind a proxy every request comes from the proxy: count the address it saw instead.
+TANDEM_LOGIN_TRUST_X_FORWARDED_FOR = env.bool(
+    "TANDEM_LOGIN_TRUST_X_FORWARDED_FOR", default=SECURE_PROXY_SSL_HEADER is not None
+)
+# Open sockets per user and server process (each page holds two: the chat and the sidebar).
+TANDEM_MAX_SOCKETS_PER_USER = env.int("TANDEM_MAX_SOCKETS_PER_USER", default=20)
 
 LOGGING = {
     "version": 1,

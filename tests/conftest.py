@@ -12,6 +12,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from chat import login_throttle, socket_quota
 from chat.modelapi import client as model_client
 from chat.models import Conversation
 from chat.runtime import engine
@@ -23,6 +24,8 @@ User = get_user_model()
 @pytest.fixture(autouse=True)
 def _fresh_state() -> None:
     ratelimit.reset()
+    login_throttle.reset()
+    socket_quota.reset()
     model_client.reset()
     model_client.simulator().tokens_per_second = 2000.0
     from chat.simulator import clear_faults
@@ -63,6 +66,26 @@ async def running_engine() -> AsyncIterator[None]:
     await engine.shutdown()
 
 
+async def open_or_refused(communicator: WebsocketCommunicator) -> tuple[bool, int | None]:
+    """Connect: (True, None) when the socket stays open, (False, code) when it is refused,
+    either before the accept (a browser gets an HTTP 403) or right after it with a close code
+    (what a browser can read; the consumers refuse that way)."""
+    connected, code = await communicator.connect()
+    if not connected:
+        return False, code
+    if await communicator.receive_nothing(timeout=0.02, interval=0.005):
+        return True, None
+    # Something came: a refusal's close, or live frames of a conversation joined mid-reply,
+    # which stay queued in order for the test to read.
+    queue = communicator.output_queue
+    waiting = [queue.get_nowait() for _ in range(queue.qsize())]
+    if waiting[0]["type"] == "websocket.close":
+        return False, waiting[0].get("code")
+    for output in waiting:
+        queue.put_nowait(output)
+    return True, None
+
+
 @pytest.fixture
 async def connect(running_engine: None) -> AsyncIterator[Callable[..., Any]]:
     """Open a socket on the real ASGI stack as a user; disconnected after the test."""
@@ -81,7 +104,7 @@ async def connect(running_engine: None) -> AsyncIterator[Callable[..., Any]]:
                 (b"host", b"localhost"),
             ],
         )
-        connected, code = await communicator.connect()
+        connected, code = await open_or_refused(communicator)
         if not connected:
             return code
         opened.append(communicator)

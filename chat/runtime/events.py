@@ -27,6 +27,11 @@ def user_group(user_id: int) -> str:
     return f"user-{user_id}"
 
 
+def account_group(user_id: int) -> str:
+    """Every open socket of one user, whatever it follows: for news about their sign-in."""
+    return f"account-{user_id}"
+
+
 async def publish(group: str, message: dict[str, Any]) -> None:
     """Send now, from async code; a lost message is logged, never raised."""
     layer = get_channel_layer()
@@ -54,3 +59,13 @@ def ring(conversation_id: int, owner_id: int | None = None) -> None:
             )
 
     transaction.on_commit(send)
+
+
+def ring_account(user_id: int, *, ended_session: str = "") -> None:
+    """After commit: close the user's sockets of ``ended_session`` at once (a logout), or, with
+    no session named, ask each of their sockets to check that its session still holds."""
+    if ended_session:
+        message = {"type": "session.ended", "session": ended_session}
+    else:
+        message = {"type": "session.check"}
+    transaction.on_commit(lambda: _publish_from_anywhere(account_group(user_id), message))

@@ -12,6 +12,7 @@ was streamed and ends the reply in error.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import Any
@@ -28,6 +29,7 @@ from chat.models import Message
 from chat.runtime import engine
 from chat.runtime.broadcast import ReplyBroadcaster
 from chat.services import messages, pairing, retry_notes, turns
+from chat.services.errors import ConversationGone
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +37,13 @@ INVALID_JSON = "Unable to parse tool parameter JSON"
 
 
 async def run_conversation(conversation_id: int) -> None:
+    try:
+        await _run_while_due(conversation_id)
+    except ConversationGone:
+        logger.info("conversation %s was deleted; its turn runner stops", conversation_id)
+
+
+async def _run_while_due(conversation_id: int) -> None:
     owner = engine.INSTANCE_ID
     while True:
         if not await db(turns.claim_lease)(conversation_id, owner):
@@ -127,6 +136,7 @@ async def stream_reply(
     await broadcaster.start()
     reply = _Reply(conversation_id, message_id, broadcaster)
     outcome: dict[str, Any] = {"status": Message.Status.ERROR}
+    gone = False
     try:
         final = await _stream_with_retries(reply, request)
         reply.snapshot = final
@@ -135,10 +145,15 @@ async def stream_reply(
         outcome = {"status": Message.Status.INTERRUPTED, "stop_reason": "stopped"}
         if asyncio.current_task() is not None:
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
+    except ConversationGone:
+        gone = True  # deleted mid-stream: nothing left to finish
     except ValueError as exc:
         if INVALID_JSON not in str(exc):
             raise
-        outcome = await _invalid_tool_json(conversation_id, message_id, reply, str(exc))
+        try:
+            outcome = await _invalid_tool_json(conversation_id, message_id, reply, str(exc))
+        except ConversationGone:
+            gone = True
     except (anthropic.APIError, httpx2.HTTPError) as exc:
         outcome = describe_error(exc, attempts=reply.attempts)
         logger.warning("model turn failed for conversation %s: %r", conversation_id, exc)
@@ -148,8 +163,10 @@ async def stream_reply(
     finally:
         await broadcaster.close()
         engine.unregister_reply(message_id)
-        content = outcome.pop("content", None) or reply.content()
-        await db(messages.finish_reply)(message_id, content=content, **outcome)
+        if not gone:
+            content = outcome.pop("content", None) or reply.content()
+            with contextlib.suppress(ConversationGone):  # deleted while it stopped
+                await db(messages.finish_reply)(message_id, content=content, **outcome)
 
 
 async def _stream_with_retries(reply: _Reply, request: dict[str, Any]) -> Any:

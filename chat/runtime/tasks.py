@@ -16,6 +16,7 @@ from chat.models import ToolPair
 from chat.runtime import engine, events
 from chat.runtime.progress import ProgressRelay
 from chat.services import pairing, policy
+from chat.services.errors import ConversationGone
 from tools.context import ToolContext
 from tools.execution import execute
 from tools.registry import registry
@@ -27,6 +28,13 @@ HEARTBEAT_S = 10.0
 
 @task
 async def run_tool_pair(pair_id: int) -> str:
+    try:
+        return await _run(pair_id)
+    except ConversationGone:
+        return "conversation deleted"  # its pair went with it; nothing to record
+
+
+async def _run(pair_id: int) -> str:
     pair = await db(pairing.mark_running)(pair_id, engine.INSTANCE_ID)
     if pair is None:
         return "not queued"

@@ -1,10 +1,12 @@
 """People deciding on tool calls: approve or deny a held call, retry a failed one.
 
 Who may decide on a held call was recorded when it was stored (``pair.decision``, see
-``chat.services.policy``): the conversation owner for "awaiting owner approval", staff for
-"awaiting staff approval". Anyone else is refused with ``NotAllowed`` and the attempt is
-logged. Every change bumps the conversation's rev and rings its doorbell after commit, so an
-open chat shows it at once; an approved or retried call is enqueued after commit.
+``chat.services.policy``): the conversation owner for "awaiting owner approval", staff holding
+the ``chat.decide_toolpair`` permission (superusers hold every permission) for "awaiting staff
+approval". Anyone else is refused with ``NotAllowed`` and the attempt is logged. The same rule
+holds on every path (admin actions, the chat socket), since they all come here. Every change
+bumps the conversation's rev and rings its doorbell after commit, so an open chat shows it at
+once; an approved or retried call is enqueued after commit.
 
 Rows are locked conversation first, then pair, the order ``pairing.flush_ready`` uses.
 """
@@ -32,8 +34,16 @@ def _name(user: Any) -> str:
     return str(user.get_username()) if user is not None else "nobody"
 
 
+DECIDE_PERMISSION = "chat.decide_toolpair"
+
+
 def is_staff(user: Any) -> bool:
     return bool(getattr(user, "is_authenticated", False) and user.is_active and user.is_staff)
+
+
+def may_decide_for_staff(user: Any) -> bool:
+    """Active staff granted the permission to approve or deny calls held for staff."""
+    return is_staff(user) and bool(user.has_perm(DECIDE_PERMISSION))
 
 
 def may_decide(pair: ToolPair, owner_id: int, user: Any) -> bool:
@@ -43,7 +53,7 @@ def may_decide(pair: ToolPair, owner_id: int, user: Any) -> bool:
     if pair.decision == policy.AWAITING_OWNER:
         return bool(user.pk == owner_id)
     if pair.decision == policy.AWAITING_STAFF:
-        return is_staff(user)
+        return may_decide_for_staff(user)
     return False
 
 

@@ -6,16 +6,22 @@ from typing import Any
 
 from django.db import transaction
 
-from chat.models import Conversation
-from chat.runtime import events
-from chat.services.errors import UserInputError
+from chat.models import Conversation, Message, ToolPair
+from chat.runtime import engine, events
+from chat.services.errors import ConversationGone, UserInputError
 
 TITLE_MAX = 200
 
 
 def lock(conversation_id: int) -> Conversation:
-    """Lock the conversation row for the rest of the transaction (seq and rev allocation)."""
-    return Conversation.objects.select_for_update().get(pk=conversation_id)
+    """Lock the conversation row for the rest of the transaction (seq and rev allocation).
+
+    Raises ``ConversationGone`` (a ``Conversation.DoesNotExist``) when it was deleted.
+    """
+    conversation = Conversation.objects.select_for_update().filter(pk=conversation_id).first()
+    if conversation is None:
+        raise ConversationGone(f"Conversation {conversation_id} was deleted.")
+    return conversation
 
 
 def bump_rev(conversation: Conversation, **extra: Any) -> int:
@@ -53,11 +59,37 @@ def rename_conversation(conversation_id: int, title: str) -> Conversation:
 
 
 def delete_conversation(conversation_id: int) -> None:
+    """Delete a conversation, stopping its streaming reply and its running tools first.
+
+    Nothing is recorded on the reply or the calls (they go with the conversation): after
+    commit the stream and the tools running in this process are cancelled at once; elsewhere
+    a stream stops at its next snapshot (its reply is gone) and a tool's late result finds
+    no pair. Work that meets the deleted rows stops quietly (``ConversationGone``).
+    """
     with transaction.atomic():
         conversation = lock(conversation_id)
         owner_id = conversation.owner_id
+        replies = list(
+            conversation.messages.filter(status=Message.Status.STREAMING).values_list(
+                "pk", flat=True
+            )
+        )
+        tools = list(
+            ToolPair.objects.filter(
+                conversation_id=conversation_id,
+                status__in=ToolPair.PENDING_RUN,
+            ).values_list("tool_use_id", flat=True)
+        )
         conversation.delete()
         events.ring(conversation_id, owner_id)
+
+        def stop_work() -> None:
+            for message_id in replies:
+                engine.stop_reply(message_id)
+            for tool_use_id in tools:
+                engine.cancel_tool(tool_use_id)
+
+        transaction.on_commit(stop_work)
 
 
 def derive_title(text: str, *, limit: int = 60) -> str:

@@ -10,7 +10,7 @@ from django.db import transaction
 from chat.models import Conversation, Message
 from chat.runtime import engine, events
 from chat.services.conversations import bump_rev, derive_title, lock
-from chat.services.errors import UserInputError
+from chat.services.errors import ConversationGone, UserInputError
 
 
 def append(
@@ -47,7 +47,9 @@ def clean_user_text(text: object, *, limit: int | None = None) -> str:
         raise UserInputError("A message must be text.")
     limit = settings.TANDEM_MAX_MESSAGE_CHARS if limit is None else limit
     if len(text) > limit:
-        raise UserInputError(f"That message is too long ({len(text)} characters; limit {limit}).")
+        raise UserInputError(
+            f"That message is too long ({len(text):,} characters; limit {limit:,} characters)."
+        )
     if not text.strip():
         raise UserInputError(EMPTY_MESSAGE)
     return text.strip("\n")
@@ -95,9 +97,10 @@ def start_reply(conversation_id: int, answered_seq: int) -> Message:
 
 
 def save_reply_snapshot(message_id: int, content: list[dict[str, Any]]) -> bool:
-    """Write the text streamed so far (at most about once a second); True if stop was asked."""
+    """Write the text streamed so far (at most about once a second); True if stop was asked
+    or the reply is gone (its conversation was deleted, maybe by another process)."""
     Message.objects.filter(pk=message_id, status=Message.Status.STREAMING).update(content=content)
-    return Message.objects.filter(pk=message_id, stop_requested=True).exists()
+    return not Message.objects.filter(pk=message_id, stop_requested=False).exists()
 
 
 def finish_reply(
@@ -111,7 +114,9 @@ def finish_reply(
     api_message_id: str = "",
 ) -> Message:
     with transaction.atomic():
-        message = Message.objects.select_related("conversation").get(pk=message_id)
+        message = Message.objects.filter(pk=message_id).first()
+        if message is None:
+            raise ConversationGone(f"The reply {message_id} was deleted with its conversation.")
         conversation = lock(message.conversation_id)
         message.rev = bump_rev(conversation)
         message.content = content

@@ -21,6 +21,7 @@ from chat.models import Conversation, Message, ToolPair
 from chat.runtime import engine, events
 from chat.services import policy
 from chat.services.conversations import bump_rev, lock
+from chat.services.errors import ConversationGone
 from chat.services.messages import append
 from tools.errors import ToolInputError
 from tools.registry import registry
@@ -186,9 +187,12 @@ def lock_pair(pair_id: int) -> tuple[ToolPair, Conversation] | None:
     )
     if conversation_id is None:
         return None
-    conversation = lock(conversation_id)
-    pair = ToolPair.objects.select_for_update().get(pk=pair_id)
-    return pair, conversation
+    try:
+        conversation = lock(conversation_id)
+    except ConversationGone:
+        return None
+    pair = ToolPair.objects.select_for_update().filter(pk=pair_id).first()
+    return None if pair is None else (pair, conversation)
 
 
 def mark_running(pair_id: int, runner: str) -> ToolPair | None:

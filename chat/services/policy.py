@@ -25,6 +25,7 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 
 from chat.models import Conversation, Message, ToolPair
+from chat.services.errors import ConversationGone
 from tools.models import ToolPolicy
 from tools.registry import registry
 
@@ -204,7 +205,11 @@ def chain_origins(conversation_id: int, message_id: int) -> list[str]:
 
 def rule_on_call(conversation_id: int, message_id: int, name: str) -> Ruling:
     """The policy's ruling on a call the model just made in reply ``message_id``."""
-    owner_id = Conversation.objects.values_list("owner_id", flat=True).get(pk=conversation_id)
+    owner_id = (
+        Conversation.objects.filter(pk=conversation_id).values_list("owner_id", flat=True).first()
+    )
+    if owner_id is None:
+        raise ConversationGone(f"Conversation {conversation_id} was deleted.")
     origins = chain_origins(conversation_id, message_id)
     views = load([name, *origins])
     return judge(views[name], group_ids_of(owner_id), [views[o] for o in origins])

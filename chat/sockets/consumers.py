@@ -1,4 +1,5 @@
-"""The conversation socket: access check, then dispatch. State changes live in chat.services."""
+"""The conversation and sidebar sockets: access check, then dispatch. State changes live in
+chat.services; session checks in chat.socket_auth, per-user limits in chat.socket_quota."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from channels.db import database_sync_to_async as db
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
+from chat import socket_auth, socket_quota
 from chat.models import Conversation
 from chat.queries import access, thread
 from chat.runtime import events
@@ -24,32 +26,83 @@ logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4403
 CLOSE_NOT_FOUND = 4404
+CLOSE_TOO_MANY_SOCKETS = 4429
 TOO_FAST = "You are sending messages too fast; wait a moment."
 
 
 class GroupSocket(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
-    """A signed-in socket that follows one channel-layer group until it closes."""
+    """A signed-in socket that follows one channel-layer group until it closes.
+
+    Refusals are sent after accepting, so browsers see the close code (a close before the
+    accept becomes an HTTP 403, which a browser reports as 1006 and retries for ever).
+    Every inbound frame first spends the user's frame budget, then re-checks the session: a
+    socket whose session ended acts for nobody. The user's account group rings it when a
+    session of theirs ends or their account changes.
+    """
 
     group = ""
-    budget: inbound.FrameBudget
+    counted_user: int | None = None
 
     async def signed_in_user(self) -> Any:
-        """The user, or None after closing the socket with 4403."""
+        """The user, or None after refusing the socket with 4403."""
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+            await self.refuse(CLOSE_UNAUTHENTICATED)
             return None
         return user
 
+    async def refuse(self, code: int, reason: str = "") -> None:
+        await self.accept()
+        await self.close(code=code, reason=reason or None)
+
     async def join(self, group: str) -> None:
+        user_id = self.scope["user"].pk
+        limit = settings.TANDEM_MAX_SOCKETS_PER_USER
+        if not socket_quota.open_socket(user_id, limit=limit):
+            reason = f"Too many open connections ({limit} at most): close other Tandem tabs."
+            await self.refuse(CLOSE_TOO_MANY_SOCKETS, reason)
+            return
+        self.counted_user = user_id
         self.group = group
-        self.budget = inbound.FrameBudget()
         await self.channel_layer.group_add(group, self.channel_name)
+        await self.channel_layer.group_add(events.account_group(user_id), self.channel_name)
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
+        if self.counted_user is not None:
+            socket_quota.close_socket(self.counted_user)
+            await self.channel_layer.group_discard(
+                events.account_group(self.counted_user), self.channel_name
+            )
+            self.counted_user = None
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def admit_frame(self) -> bool:
+        """Whether to act on an inbound frame: within the user's budget (else an error frame)
+        and from a session that still holds (else the socket is closed with 4403)."""
+        if self.counted_user is None:
+            return False  # a refused socket, already closing: nothing to answer
+        if not socket_quota.take_frame(self.counted_user, time.monotonic()):
+            await self.send_error(inbound.TOO_MANY_FRAMES)
+            return False
+        if not await socket_auth.still_signed_in(self.scope):
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return False
+        return True
+
+    async def send_error(self, text: str) -> None:
+        await self.send(text_data=outbound.error(text))
+
+    # --- from the channel layer (the user's account group) ---------------------------------
+
+    async def session_ended(self, event: dict[str, Any]) -> None:
+        if event["session"] == socket_auth.session_digest(self.scope["session"].session_key):
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+
+    async def session_check(self, event: dict[str, Any]) -> None:
+        if not await socket_auth.still_signed_in(self.scope):
+            await self.close(code=CLOSE_UNAUTHENTICATED)
 
 
 class ConversationConsumer(GroupSocket):
@@ -62,7 +115,7 @@ class ConversationConsumer(GroupSocket):
             return
         self.conversation_id = int(self.scope["url_route"]["kwargs"]["conversation_id"])
         if await db(access.owned_conversation)(user, self.conversation_id) is None:
-            await self.close(code=CLOSE_NOT_FOUND)
+            await self.refuse(CLOSE_NOT_FOUND)
             return
         self.tab = TabState()
         await self.join(events.conversation_group(self.conversation_id))
@@ -71,8 +124,7 @@ class ConversationConsumer(GroupSocket):
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Each frame is parsed by chat.sockets.inbound; a refused one gets an error frame."""
-        if not self.budget.take(time.monotonic()):
-            await self.send_error(inbound.TOO_MANY_FRAMES)
+        if not await self.admit_frame():
             return
         limit = settings.TANDEM_MAX_MESSAGE_CHARS
         action = inbound.parse(
@@ -103,7 +155,7 @@ class ConversationConsumer(GroupSocket):
     async def do_send(self, action: inbound.Send) -> None:
         await self.check_rate()
         await db(messages.post_user_message)(self.conversation_id, action.text)
-        await self.send(text_data=outbound.error(""))
+        await self.send(text_data=outbound.stored(action.ref))
 
     async def do_stop(self, action: inbound.Stop) -> None:
         if not await db(messages.request_stop)(self.conversation_id, action.message):
@@ -147,9 +199,6 @@ class ConversationConsumer(GroupSocket):
         "approve": do_approve,
         "deny": do_deny,
     }
-
-    async def send_error(self, text: str) -> None:
-        await self.send(text_data=outbound.error(text))
 
     async def check_rate(self) -> None:
         per_minute = settings.TANDEM_RATE_LIMIT_PER_MINUTE
@@ -221,7 +270,7 @@ class ConversationListConsumer(GroupSocket):
         await self.join(events.user_group(user.pk))
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        if self.budget.take(time.monotonic()):
+        if await self.admit_frame():
             await self.push()  # any frame (the page's sync) asks for the current list
 
     async def convlist_changed(self, event: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ fields are ignored (htmx adds ``HEADERS``); missing or mistyped fields are refus
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -21,9 +22,10 @@ from chat.services.errors import UserInputError
 MIN_FRAME_CHARS = 256 * 1024
 MAX_ID = 2**63 - 1  # the largest value a database id or counter can hold
 
-# Per socket: a burst of this many frames, refilled at this many per second. Messages have
-# their own per-user limit (chat.sockets.ratelimit); this one bounds the cheap-looking frames (sync,
-# stop, cancel...) that still cost a database query each.
+# Per user (all their sockets in a process share one budget, chat.socket_quota): a burst of
+# this many frames, refilled at this many per second. Messages have their own per-user limit
+# (chat.sockets.ratelimit); this one bounds the cheap-looking frames (sync, stop, cancel...) that
+# still cost a database query each.
 FRAME_BURST = 60
 FRAMES_PER_SECOND = 10.0
 
@@ -35,6 +37,8 @@ UNKNOWN_ACTION = "Unknown action."
 OTHER_CONVERSATION = "This connection belongs to one conversation; open the other one to act on it."
 BAD_CHARACTERS = "That message contains characters that cannot be stored (NUL or lone surrogates)."
 TOO_MANY_FRAMES = "Too many frames at once; slow down."
+BAD_REF = '"ref" must be a short token (letters, digits, "-" or "_").'
+_REF = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,7 @@ class Sync:
 class Send:
     type: ClassVar[str] = "send"
     text: str
+    ref: str = ""  # the page's name for this send, echoed when the message is stored
 
 
 @dataclass(frozen=True)
@@ -96,13 +101,24 @@ def max_frame_chars(max_message_chars: int) -> int:
     return max(MIN_FRAME_CHARS, 12 * max_message_chars + 4096)
 
 
+def server_frame_bytes(max_message_chars: int) -> int:
+    """What the WebSocket server itself accepts (it drops bigger frames with no answer): well
+    above the largest frame ``decode`` takes, so frames in between get a clear refusal."""
+    return max(4 * 1024 * 1024, 4 * max_frame_chars(max_message_chars))
+
+
+def too_long(max_chars: int, length: int | None = None) -> str:
+    got = f"{length:,} characters; " if length is not None else ""
+    return f"That message is too long ({got}limit {max_chars:,} characters)."
+
+
 def decode(text_data: str | None, bytes_data: bytes | None, *, max_chars: int) -> object:
     """The JSON value of a text frame, or a FrameError."""
     if text_data is None or bytes_data is not None:
         return FrameError(NOT_TEXT)
     limit = max_frame_chars(max_chars)
     if len(text_data) > limit:
-        return FrameError(f"That frame is too large ({limit // 1024} KB at most).")
+        return FrameError(too_long(max_chars))
     try:
         return json.loads(text_data)
     except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
@@ -155,8 +171,9 @@ def _text(value: object, *, name: str, max_chars: int) -> str:
     if not isinstance(value, str):
         raise _Refused(f'"{name}" must be a string.')
     if len(value) > max_chars:
-        label = "message" if name == "text" else name
-        raise _Refused(f"That {label} is too long ({len(value)} characters; limit {max_chars}).")
+        if name == "text":
+            raise _Refused(too_long(max_chars, len(value)))
+        raise _Refused(f"That {name} is too long ({len(value):,} characters; limit {max_chars:,}).")
     if not _storable(value):
         raise _Refused(BAD_CHARACTERS)
     return value
@@ -186,7 +203,10 @@ def _send(content: dict[str, object], max_chars: int) -> Send:
         messages.clean_user_text(text, limit=max_chars)  # the one rule book for a message
     except UserInputError as exc:
         raise _Refused(str(exc)) from None
-    return Send(text=text)
+    ref = content.get("ref", "")
+    if not isinstance(ref, str) or (ref and not _REF.fullmatch(ref)):
+        raise _Refused(BAD_REF)
+    return Send(text=text, ref=ref)
 
 
 def _stop(content: dict[str, object], max_chars: int) -> Stop:
@@ -223,7 +243,7 @@ _PARSERS: dict[str, Callable[[dict[str, object], int], Action]] = {
 
 @dataclass
 class FrameBudget:
-    """A token bucket per socket: ``burst`` frames at once, refilled at ``per_second``."""
+    """A token bucket: ``burst`` frames at once, refilled at ``per_second``."""
 
     burst: int = FRAME_BURST
     per_second: float = FRAMES_PER_SECOND

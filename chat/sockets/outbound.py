@@ -86,6 +86,11 @@ def error(text: str) -> str:
     return _render("composer_error", error_text=text, oob=True)
 
 
+def stored(ref: str) -> str:
+    """The answer to a stored message: the error line cleared, naming the send it confirms."""
+    return _render("composer_error", error_text="", stored_ref=ref, oob=True)
+
+
 def conversation_list(user_id: int, current: int | None) -> str:
     return render_to_string(
         "chat/_sidebar.html#list", {**sidebar.context(user_id, current), "oob": True}

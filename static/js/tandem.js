@@ -7,9 +7,11 @@
   var RECONNECT_CODES = [1006, 1011, 1012, 1013]; // the ws extension retries only these
   var OFFLINE_TEXT = "Not connected: Tandem is reconnecting. Nothing was sent; try again in a moment.";
   var GONE_TEXT = {
-    4403: "Signed out: reload the page to log in again",
+    4403: "Signed out.",
     4404: "This conversation no longer exists",
+    4429: "Too many open Tandem tabs: close some, then reload this one",
   };
+  var SIGNED_OUT = 4403;
 
   // Capped exponential backoff with jitter: 0.25-0.5 s, 0.5-1 s, ... at most 5-10 s, so a
   // server that comes back is found within seconds (the default grows to a minute).
@@ -36,7 +38,7 @@
   function entry(elt) {
     var e = sockets.get(elt);
     if (!e) {
-      e = { state: "connecting", opened: false, wrapper: null, gone: "", cleanCloses: 0 };
+      e = { state: "connecting", opened: false, wrapper: null, gone: "", code: 0, cleanCloses: 0 };
       sockets.set(elt, e);
     }
     return e;
@@ -49,16 +51,25 @@
     if (!el) return;
     var state = "open";
     var text = "Connected";
+    var signedOut = false;
     sockets.forEach(function (e) {
       var s = e.state === "gone" || e.state === "open" ? e.state : e.opened ? "closed" : "connecting";
       if (RANK[s] > RANK[state]) {
         state = s;
         text = s === "gone" ? e.gone : s === "closed" ? "Reconnecting…" : "Connecting…";
+        signedOut = s === "gone" && e.code === SIGNED_OUT;
       }
     });
-    if (el.dataset.state !== state || el.textContent !== text) {
+    if (el.dataset.state !== state || el.dataset.text !== text) {
       el.dataset.state = state;
+      el.dataset.text = text;
       el.textContent = text;
+      if (signedOut && el.dataset.login) {
+        var link = document.createElement("a");
+        link.href = el.dataset.login + "?next=" + encodeURIComponent(location.pathname);
+        link.textContent = "Log in again";
+        el.append(" ", link);
+      }
     }
   }
 
@@ -105,9 +116,12 @@
         if (!leaving) wrapper.reconnect();
       }, backoff(e.cleanCloses++));
     } else {
+      // Signed out, deleted, too many tabs: retrying cannot help, so the page says why.
       e.state = "gone";
+      e.code = code;
       e.gone = GONE_TEXT[code] || "Disconnected: reload the page";
     }
+    pending = null; // an answer can no longer come
     render();
   });
 
@@ -124,14 +138,50 @@
   window.addEventListener("online", resyncAll);
 
   // Nothing is queued behind a closed socket: the text stays in the box, said plainly.
-  document.addEventListener("htmx:wsConfigSend", function (evt) {
-    var socketElt = evt.target.closest("[ws-connect]");
-    if (isOpen(socketElt)) return;
+  // A message sent from the composer carries a ref; the box is cleared only when the server
+  // answers that it stored the message with that ref (a refusal leaves the text to fix).
+  var pending = null; // { ref, text } of the composer's send awaiting its answer
+  var sends = 0;
+
+  function cancelSend(evt) {
     evt.preventDefault();
     if (evt.detail.triggeringEvent) evt.detail.triggeringEvent.preventDefault();
-    var error = document.getElementById("composer-error");
-    if (error) error.textContent = OFFLINE_TEXT;
+  }
+
+  document.addEventListener("htmx:wsConfigSend", function (evt) {
+    var socketElt = evt.target.closest("[ws-connect]");
+    if (!isOpen(socketElt)) {
+      cancelSend(evt);
+      var error = document.getElementById("composer-error");
+      if (error) error.textContent = OFFLINE_TEXT;
+      return;
+    }
+    if (evt.target.id !== "composer") return;
+    var text = evt.detail.parameters.text;
+    if (pending && pending.text === text) {
+      cancelSend(evt); // the same text is on its way already (a double Enter)
+      return;
+    }
+    pending = { ref: "s" + ++sends, text: text };
+    evt.detail.parameters.ref = pending.ref;
   });
+
+  function answerPending(message) {
+    if (!pending || message.indexOf('id="composer-error"') < 0) return;
+    var line = document.getElementById("composer-error");
+    if (!line) return;
+    if (line.dataset.stored === pending.ref) {
+      var box = document.getElementById("message-input");
+      if (box && box.value === pending.text) {
+        box.value = "";
+        fit(box);
+      }
+      pending = null;
+      window.scrollTo(0, document.body.scrollHeight);
+    } else if (line.textContent) {
+      pending = null; // refused: the text stays in the box beside the reason
+    }
+  }
 
   // --- live swaps: keep the reader's place, focus and open sections ---------------------
 
@@ -203,7 +253,8 @@
     focused = focusKey();
   });
 
-  document.addEventListener("htmx:wsAfterMessage", function () {
+  document.addEventListener("htmx:wsAfterMessage", function (evt) {
+    answerPending(String(evt.detail.message || ""));
     restoreOpen();
     restoreFocus(focused);
     focused = null;
@@ -220,13 +271,7 @@
 
   document.addEventListener("htmx:wsAfterSend", function (evt) {
     var form = evt.target && evt.target.closest ? evt.target.closest("#composer") : null;
-    if (form) {
-      var box = form.querySelector("textarea");
-      box.value = "";
-      fit(box);
-      box.focus();
-      window.scrollTo(0, document.body.scrollHeight);
-    }
+    if (form) form.querySelector("textarea").focus(); // cleared once the server stored it
   });
 
   document.addEventListener("keydown", function (evt) {

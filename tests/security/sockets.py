@@ -10,17 +10,17 @@ from typing import Any
 
 from channels.auth import AuthMiddlewareStack
 from channels.routing import URLRouter
-from channels.security.websocket import AllowedHostsOriginValidator
 from channels.testing import WebsocketCommunicator
 
 from chat.models import Conversation, Message, ToolPair
+from chat.origin_check import SameOriginValidator
 from chat.routing import websocket_urlpatterns
 from chat.services import policy
 
 
 def socket_stack() -> Any:
     """project.asgi's WebSocket stack minus the engine middleware."""
-    return AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+    return SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
 
 
 def communicator(

@@ -92,16 +92,19 @@ async def test_it_refuses_a_message_over_the_length_setting(
     settings.TANDEM_MAX_MESSAGE_CHARS = 50
     socket = await connect(owner, conversation.pk, sync=False)
     await socket.send_json_to({"type": "send", "text": "x" * 51})
-    assert await answer(socket) == "That message is too long (51 characters; limit 50)."
+    assert await answer(socket) == "That message is too long (51 characters; limit 50 characters)."
     await socket.send_json_to({"type": "send", "text": "y" * 50})
     assert await answer(socket) == ""
     assert await prompts(conversation) == ["y" * 50]
 
 
-async def test_it_refuses_an_oversized_frame(connect: Any, owner: Any, conversation: Any) -> None:
+@pytest.mark.parametrize("length", [300_000, 1_000_000])
+async def test_it_refuses_an_oversized_frame_with_the_message_limit(
+    connect: Any, owner: Any, conversation: Any, length: int
+) -> None:
     socket = await connect(owner, conversation.pk, sync=False)
-    await socket.send_json_to({"type": "send", "text": "x" * 1_000_000})
-    assert "too large" in await answer(socket)
+    await socket.send_json_to({"type": "send", "text": "x" * length})
+    assert await answer(socket) == "That message is too long (limit 20,000 characters)."
     assert await prompts(conversation) == []
 
 
@@ -194,3 +197,16 @@ async def test_it_closes_a_socket_whose_conversation_was_deleted(
     while (output := await socket.receive_output(timeout=5))["type"] != "websocket.close":
         pass
     assert output["code"] == consumers.CLOSE_NOT_FOUND
+
+
+async def test_it_confirms_a_stored_message_by_the_pages_ref(
+    connect: Any, owner: Any, conversation: Any
+) -> None:
+    socket = await connect(owner, conversation.pk, sync=False)
+    await socket.send_json_to({"type": "send", "text": "keep", "ref": "send-7"})
+    while 'id="composer-error"' not in (frame := await socket.receive_from(timeout=5)):
+        pass
+    assert 'data-stored="send-7"' in frame
+    await socket.send_json_to({"type": "send", "text": "x", "ref": "<b>"})
+    assert await answer(socket) == escape(inbound.BAD_REF)
+    assert await prompts(conversation) == ["keep"]

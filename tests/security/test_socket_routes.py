@@ -8,7 +8,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from chat.models import Conversation
-from tests.conftest import session_cookie
+from tests.conftest import open_or_refused, session_cookie
 from tests.security.sockets import communicator
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -20,7 +20,7 @@ async def opened(user: Any, path: str, *, origin: bytes | None = b"http://localh
 
     cookie = await sync_to_async(session_cookie)(user) if user is not None else b""
     socket = communicator(application, path, cookie, origin=origin)
-    connected, code = await socket.connect()
+    connected, code = await open_or_refused(socket)
     if connected:
         return True, socket
     return False, code

@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from chat.modelapi.client import uses_simulator
+from chat.sockets import inbound
 
 DEMO_USERS = [
     ("alice", "alice-tandem-demo", False),
@@ -50,7 +51,18 @@ class Command(BaseCommand):
         from chat.runtime import engine
 
         twisted_loop.call_soon(engine.bind, twisted_loop)
-        CommandLineInterface().run(["-b", host, "-p", str(port), "project.asgi:application"])
+        # Daphne drops a frame over its limit (1 MiB by default) with no answer: let it take
+        # frames well past Tandem's own limit, which chat.sockets.inbound refuses with a clear
+        # error.
+        frame_bytes = str(inbound.server_frame_bytes(settings.TANDEM_MAX_MESSAGE_CHARS))
+        CommandLineInterface().run(
+            [
+                *("-b", host, "-p", str(port)),
+                *("--websocket-max-message-size", frame_bytes),
+                *("--websocket-max-frame-size", frame_bytes),
+                "project.asgi:application",
+            ]
+        )
 
     def _demo_users(self) -> None:
         User = get_user_model()

@@ -79,8 +79,7 @@ def test_it_refuses_frames_that_are_not_json_objects(
 def test_it_refuses_an_oversized_frame_before_decoding_it() -> None:
     limit = inbound.max_frame_chars(LIMIT)
     result = parse_text(json.dumps({"type": "send", "text": "x" * limit}))
-    assert isinstance(result, FrameError)
-    assert "too large" in result.text
+    assert result == FrameError(f"That message is too long (limit {LIMIT:,} characters).")
 
 
 def test_it_leaves_room_in_a_frame_for_the_longest_escaped_message() -> None:
@@ -148,7 +147,7 @@ def test_it_refuses_an_empty_or_blank_message(text: str) -> None:
 def test_it_refuses_a_message_over_the_limit_and_says_the_limit() -> None:
     assert parse({"type": "send", "text": "x" * LIMIT}) == Send(text="x" * LIMIT)
     assert parse({"type": "send", "text": "x" * (LIMIT + 1)}) == FrameError(
-        f"That message is too long ({LIMIT + 1} characters; limit {LIMIT})."
+        f"That message is too long ({LIMIT + 1} characters; limit {LIMIT} characters)."
     )
 
 
@@ -209,3 +208,15 @@ def test_it_lets_a_burst_through_then_refills_with_time() -> None:
     assert budget.take(0.5) is True
     assert budget.take(100.0) and budget.take(100.0) and budget.take(100.0)
     assert budget.take(100.0) is False  # the bucket never holds more than the burst
+
+
+def test_it_keeps_the_pages_ref_of_a_send_and_refuses_a_strange_one() -> None:
+    assert parse({"type": "send", "text": "hi", "ref": "s-1_a"}) == Send(text="hi", ref="s-1_a")
+    for ref in ["", None, 5, "x" * 33, "a b", "<i>"]:
+        expected = Send(text="hi") if ref == "" else FrameError(inbound.BAD_REF)
+        assert parse({"type": "send", "text": "hi", "ref": ref}) == expected
+
+
+def test_it_lets_the_server_take_frames_well_past_the_message_limit() -> None:
+    assert inbound.server_frame_bytes(20_000) >= 4 * 1024 * 1024
+    assert inbound.server_frame_bytes(10**6) >= 4 * inbound.max_frame_chars(10**6)

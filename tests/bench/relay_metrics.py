@@ -1,0 +1,114 @@
+"""Pure helpers of the relay benchmark: stamped tokens, one reply's trace, the summary figures.
+
+The fake Messages API (tests/bench/fake_api.py) streams tokens that carry their own index and
+emission time, ``w<index>t<microseconds of CLOCK_MONOTONIC> ``. CLOCK_MONOTONIC is one clock
+for every process of the machine, so the client computes "token emitted -> frame received"
+from the text alone, and checks from the indices that every token arrived exactly once, in order.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tests.bench.measure import percentile
+
+TOKEN = re.compile(r"\bw(\d+)t(\d+)\b")
+
+
+def token_text(index: int, emitted_us: int) -> str:
+    return f"w{index}t{emitted_us} "
+
+
+def parse_tokens(text: str) -> list[tuple[int, int]]:
+    """(index, emitted microseconds) of every stamped token in ``text``, in order."""
+    return [(int(i), int(t)) for i, t in TOKEN.findall(text)]
+
+
+def ordered_problems(indices: list[int], expected: int, *, complete: bool) -> list[str]:
+    """What is wrong with a sequence of token indices: doubled, out of order, lost.
+
+    ``complete``: all ``expected`` tokens must be there; otherwise a prefix is fine (live text
+    that the final frame overtook).
+    """
+    problems = []
+    doubled = len(indices) - len(set(indices))
+    if doubled:
+        problems.append(f"{doubled} tokens doubled")
+    if not doubled and indices != list(range(len(indices))):
+        problems.append("tokens out of order or with a gap")
+    missing = expected - len(set(indices))
+    if complete and missing:
+        problems.append(f"{missing} of {expected} tokens lost")
+    if len(set(indices)) > expected:
+        problems.append(f"{len(set(indices)) - expected} tokens more than sent")
+    return problems
+
+
+@dataclass
+class ReplyTrace:
+    """What one tab saw of one reply."""
+
+    sent_ns: int  # when the client sent the message
+    live: str = ""  # the streamed text as the tab shows it (deltas appended, snapshots replace)
+    final: str | None = None  # the text of the finished reply, when its frame came
+    first_seen_ns: dict[int, int] = field(default_factory=dict)  # token index -> received
+    emitted_us: dict[int, int] = field(default_factory=dict)
+    first_text_ns: int | None = None
+    frames: int = 0
+
+    def _saw(self, text: str, now_ns: int) -> None:
+        for index, emitted in parse_tokens(text):
+            self.emitted_us.setdefault(index, emitted)
+            self.first_seen_ns.setdefault(index, now_ns)
+            if self.first_text_ns is None:
+                self.first_text_ns = now_ns
+
+    def delta(self, text: str, now_ns: int) -> None:
+        self.live += text
+        self._saw(text, now_ns)
+
+    def snapshot(self, text: str, now_ns: int) -> None:
+        self.live = text
+        self._saw(text, now_ns)
+
+    def finished(self, text: str, now_ns: int) -> None:
+        self.final = text
+        self._saw(text, now_ns)
+
+    def latencies_s(self) -> list[float]:
+        return [
+            (self.first_seen_ns[i] / 1000 - self.emitted_us[i]) / 1e6 for i in self.first_seen_ns
+        ]
+
+    def ttft_s(self) -> float | None:
+        if self.first_text_ns is None:
+            return None
+        return (self.first_text_ns - self.sent_ns) / 1e9
+
+    def problems(self, expected: int) -> list[str]:
+        live = [i for i, _ in parse_tokens(self.live)]
+        found = [f"live text: {p}" for p in ordered_problems(live, expected, complete=False)]
+        if self.final is None:
+            return [*found, "the reply never finished at the tab"]
+        final = [i for i, _ in parse_tokens(self.final)]
+        return found + [
+            f"final text: {p}" for p in ordered_problems(final, expected, complete=True)
+        ]
+
+
+def p50_p99_ms(values_s: list[float]) -> tuple[float, float] | None:
+    if not values_s:
+        return None
+    ms = [v * 1000 for v in values_s]
+    return percentile(ms, 50), percentile(ms, 99)
+
+
+def fmt_pair(pair: tuple[float, float] | None) -> str:
+    if pair is None:
+        return "-"
+    return f"{_ms(pair[0])} / {_ms(pair[1])}"
+
+
+def _ms(value: float) -> str:
+    return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms"

@@ -1,0 +1,169 @@
+"""Tandem, served as `manage.py tandem` serves it, with database statements counted.
+
+    python -m tests.bench.tandem_server --port 8000   (the environment as for manage.py)
+
+The relay benchmark runs the measured Tandem server through this module instead of manage.py so
+that it can count queries without any change to the app:
+
+* every database connection gets an execute wrapper (``connection.execute_wrapper`` semantics,
+  installed on ``connection_created``) counting statements, writes (INSERT/UPDATE/DELETE) and
+  statements by verb and table;
+* ``ConversationConsumer.conv_changed`` (a doorbell: the conversation changed, the tab asks the
+  database what changed) is wrapped to count doorbells and to mark, through a context variable
+  that asgiref carries into the database thread, the statements run on a doorbell's behalf.
+
+On SIGUSR1 the counts are written as JSON to ``$BENCH_COUNTS_FILE`` (replaced atomically). The
+wrappers cost a few microseconds per statement, counted in the server's CPU like the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextvars
+import json
+import os
+import re
+import signal
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+COUNTS_ENV = "BENCH_COUNTS_FILE"
+_WRITE = re.compile(r"\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.I)
+_TABLE = re.compile(
+    r'\s*(?:(SELECT)\b.*?\bFROM\s+"(\w+)"|(INSERT)\s+INTO\s+"(\w+)"|(UPDATE)\s+"(\w+)"'
+    r'|(DELETE)\s+FROM\s+"(\w+)")',
+    re.I | re.S,
+)
+_doorbell = contextvars.ContextVar("bench_doorbell", default=False)
+
+
+def statement_kind(sql: str) -> str:
+    """``SELECT chat_message``, ``UPDATE chat_message``, ``SAVEPOINT``...: verb and table."""
+    match = _TABLE.match(sql)
+    if match is None:
+        return (sql.split(None, 1) or ["?"])[0].upper()
+    verb, table = (g for g in match.groups() if g)
+    return f"{verb.upper()} {table}"
+
+
+class Counts:
+    def __init__(self) -> None:
+        self.lock = threading.RLock()  # the SIGUSR1 handler may interrupt a holder (main thread)
+        self.values = dict.fromkeys(
+            ("dumps", "queries", "writes", "doorbells", "doorbell_queries", "list_doorbells"), 0
+        )
+        self.kinds: dict[str, int] = {}  # statement_kind -> count
+
+    def add(self, kind: str = "", **amounts: int) -> None:
+        with self.lock:
+            for key, amount in amounts.items():
+                self.values[key] += amount
+            if kind:
+                self.kinds[kind] = self.kinds.get(kind, 0) + 1
+
+    def dump(self, path: Path) -> None:
+        with self.lock:
+            self.values["dumps"] += 1
+            data: dict[str, object] = {**self.values, "kinds": dict(self.kinds)}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        tmp.replace(path)
+
+
+COUNTS = Counts()
+
+
+def count_statement(
+    execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any
+) -> Any:
+    COUNTS.add(
+        statement_kind(sql),
+        queries=1,
+        writes=1 if _WRITE.match(sql) else 0,
+        doorbell_queries=1 if _doorbell.get() else 0,
+    )
+    return execute(sql, params, many, context)
+
+
+def install_counters() -> None:
+    from django.db.backends.signals import connection_created
+
+    from chat.sockets.consumers import ConversationConsumer, ConversationListConsumer
+
+    def on_connection(sender: Any = None, connection: Any = None, **kwargs: Any) -> None:
+        if connection is not None and count_statement not in connection.execute_wrappers:
+            connection.execute_wrappers.append(count_statement)
+
+    connection_created.connect(on_connection, weak=False, dispatch_uid="bench-count-statements")
+    original = ConversationConsumer.conv_changed
+
+    async def conv_changed(self: Any, event: dict[str, Any]) -> None:
+        COUNTS.add(doorbells=1)
+        token = _doorbell.set(True)
+        try:
+            await original(self, event)
+        finally:
+            _doorbell.reset(token)
+
+    ConversationConsumer.conv_changed = conv_changed  # type: ignore[method-assign]
+    list_original = ConversationListConsumer.convlist_changed
+
+    async def convlist_changed(self: Any, event: dict[str, Any]) -> None:
+        COUNTS.add(list_doorbells=1)
+        await list_original(self, event)
+
+    ConversationListConsumer.convlist_changed = convlist_changed  # type: ignore[method-assign]
+
+
+LIVE_EVENTS = {"reply.delta", "reply.snapshot", "reply.tool_input", "tool.progress"}
+EXPERIMENT_ENV = "BENCH_EXPERIMENT"
+
+
+def experiment_live_events_skip_db_thread() -> None:
+    """What-if for issue 10, not a fix: live events skip Channels' per-event DB-thread hop.
+
+    ``AsyncConsumer.dispatch`` runs ``close_old_connections`` through the one shared
+    ``sync_to_async`` thread before every handler, so each delta to each tab queues behind the
+    process's database work. Handlers that do touch the database go through
+    ``database_sync_to_async``, which closes old connections itself.
+    """
+    from channels.consumer import get_handler_name
+
+    from chat.sockets.consumers import ConversationConsumer
+
+    original = ConversationConsumer.dispatch
+
+    async def dispatch(self: Any, message: dict[str, Any]) -> None:
+        if message["type"] in LIVE_EVENTS:
+            await getattr(self, get_handler_name(message))(message)
+            return
+        await original(self, message)
+
+    ConversationConsumer.dispatch = dispatch  # type: ignore[method-assign]
+
+
+EXPERIMENTS = {"live-events-skip-db-thread": experiment_live_events_skip_db_thread}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    install_counters()
+    for name in filter(None, os.environ.get(EXPERIMENT_ENV, "").split(",")):
+        EXPERIMENTS[name]()
+    counts_file = Path(os.environ[COUNTS_ENV])
+    signal.signal(signal.SIGUSR1, lambda signum, frame: COUNTS.dump(counts_file))
+    call_command("tandem", host=args.host, port=args.port, no_demo=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""The relay benchmark's pure helpers: stamped tokens, a reply's trace, the figures."""
+
+from __future__ import annotations
+
+from tests.bench.profile_summary import report, summarise
+from tests.bench.relay_client import article_html
+from tests.bench.relay_metrics import (
+    ReplyTrace,
+    fmt_pair,
+    ordered_problems,
+    p50_p99_ms,
+    parse_tokens,
+    token_text,
+)
+from tests.bench.tandem_server import statement_kind
+
+
+def stamped(first: int, last: int, emitted_us: int = 1_000) -> str:
+    return "".join(token_text(i, emitted_us + i) for i in range(first, last))
+
+
+def test_tokens_round_trip_even_when_markdown_trims_the_last_space() -> None:
+    text = stamped(0, 3)
+    assert parse_tokens(text) == [(0, 1000), (1, 1001), (2, 1002)]
+    assert parse_tokens(f"<p>{text.strip()}</p>") == [(0, 1000), (1, 1001), (2, 1002)]
+
+
+def test_ordered_problems_names_doubles_gaps_and_losses() -> None:
+    assert ordered_problems([0, 1, 2], 3, complete=True) == []
+    assert ordered_problems([0, 1], 3, complete=False) == []
+    assert ordered_problems([0, 1], 3, complete=True) == ["1 of 3 tokens lost"]
+    assert ordered_problems([0, 1, 1, 2], 3, complete=True) == ["1 tokens doubled"]
+    assert ordered_problems([0, 2, 1], 3, complete=True) == ["tokens out of order or with a gap"]
+    assert ordered_problems([0, 2], 3, complete=False) == ["tokens out of order or with a gap"]
+
+
+def test_a_trace_measures_from_emission_and_from_the_send() -> None:
+    trace = ReplyTrace(sent_ns=500_000)  # 0.5 ms
+    trace.delta(token_text(0, 1_000), now_ns=3_000_000)  # emitted at 1 ms, seen at 3 ms
+    trace.delta(token_text(1, 2_000), now_ns=7_000_000)
+    assert trace.latencies_s() == [0.002, 0.005]
+    assert trace.ttft_s() == 0.0025
+
+
+def test_a_snapshot_replaces_the_live_text_and_the_first_sighting_counts() -> None:
+    trace = ReplyTrace(sent_ns=0)
+    trace.delta(stamped(0, 2), now_ns=10_000_000)
+    trace.snapshot(stamped(0, 3), now_ns=20_000_000)  # a resync: the whole text so far
+    trace.finished(stamped(0, 3), now_ns=30_000_000)
+    assert trace.problems(3) == []
+    assert sorted(trace.first_seen_ns.items()) == [(0, 10**7), (1, 10**7), (2, 2 * 10**7)]
+
+
+def test_a_repeated_delta_or_a_missing_token_is_a_problem() -> None:
+    doubled = ReplyTrace(sent_ns=0)
+    doubled.delta(stamped(0, 2), now_ns=1)
+    doubled.delta(stamped(1, 3), now_ns=2)
+    doubled.finished(stamped(0, 3), now_ns=3)
+    assert doubled.problems(3) == ["live text: 1 tokens doubled"]
+    lost = ReplyTrace(sent_ns=0)
+    lost.delta(stamped(0, 2), now_ns=1)
+    lost.finished(stamped(0, 2), now_ns=3)
+    assert lost.problems(3) == ["final text: 1 of 3 tokens lost"]
+    unfinished = ReplyTrace(sent_ns=0)
+    assert unfinished.problems(3) == ["the reply never finished at the tab"]
+
+
+def test_article_html_cuts_one_message_out_of_a_frame() -> None:
+    frame = '<article id="msg-4" class="a">w0t1</article><article id="msg-5">w9t9</article>'
+    assert article_html(frame, 4) == '<article id="msg-4" class="a">w0t1</article>'
+    assert article_html(frame, 5) == '<article id="msg-5">w9t9</article>'
+    assert article_html(frame, 6) == ""
+
+
+def test_percentile_pairs_and_their_text() -> None:
+    assert p50_p99_ms([]) is None
+    assert p50_p99_ms([0.001 * i for i in range(1, 101)]) == (50.0, 99.0)
+    assert fmt_pair((12.3, 1500.0)) == "12 ms / 1.50 s"
+    assert fmt_pair(None) == "-"
+
+
+def test_a_profile_summary_counts_threads_self_and_inclusive_samples() -> None:
+    raw = (
+        "thread (0x1);main (a.py:1);run (b.py:2);query (c.py:3) 6\n"
+        "thread (0x1);main (a.py:1);run (b.py:9) 2\n"
+        "thread (0x2);worker (d.py:1);query (c.py:4) 2\n"
+    )
+    total, threads, own, inclusive = summarise(raw)
+    assert total == 10
+    assert threads == {"thread (0x1)": 8, "thread (0x2)": 2}
+    assert own == {"query (c.py)": 8, "run (b.py)": 2}
+    assert inclusive["main (a.py)"] == 8 and inclusive["query (c.py)"] == 8
+    assert report(raw).splitlines()[0] == "10 samples"
+
+
+def test_statements_are_counted_by_verb_and_table() -> None:
+    assert statement_kind('SELECT "chat_message"."id" FROM "chat_message" WHERE 1') == (
+        "SELECT chat_message"
+    )
+    assert statement_kind('INSERT INTO "chat_message" ("seq") VALUES (1)') == "INSERT chat_message"
+    assert statement_kind('UPDATE "chat_conversation" SET "rev" = 2') == "UPDATE chat_conversation"
+    assert statement_kind('DELETE FROM "django_session" WHERE 1') == "DELETE django_session"
+    assert statement_kind('SAVEPOINT "s1"') == "SAVEPOINT"
+    assert statement_kind("") == "?"

@@ -11,8 +11,8 @@ class ChatConfig(AppConfig):
         Importing the runner here also loads the SDK (about a second) at start-up rather than
         on the first message, where it would stall the loop and every socket on it.
         """
-        from chat import socket_auth
         from chat.runtime import engine, runner, sweeper, tasks
+        from chat.sockets import socket_auth
         from tools import task_backend
 
         engine.wire(

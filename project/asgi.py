@@ -13,9 +13,9 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from chat.origin_check import SameOriginValidator  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
 from chat.runtime.engine import EngineMiddleware  # noqa: E402
+from chat.sockets.origin_check import SameOriginValidator  # noqa: E402
 
 application = EngineMiddleware(
     ProtocolTypeRouter(

@@ -12,11 +12,11 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from chat import login_throttle, socket_quota
+from chat import login_throttle
 from chat.modelapi import client as model_client
 from chat.models import Conversation
 from chat.runtime import engine
-from chat.sockets import ratelimit
+from chat.sockets import ratelimit, socket_quota
 
 User = get_user_model()
 

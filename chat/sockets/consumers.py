@@ -1,5 +1,5 @@
 """The conversation and sidebar sockets: access check, then dispatch. State changes live in
-chat.services; session checks in chat.socket_auth, per-user limits in chat.socket_quota."""
+chat.services; session checks in socket_auth, per-user limits in socket_quota (both here)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,12 @@ from channels.db import database_sync_to_async as db
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from chat import socket_auth, socket_quota
 from chat.models import Conversation
 from chat.queries import access, thread
 from chat.runtime import events
 from chat.services import approvals, messages, pairing
 from chat.services.errors import NotAllowed, UserInputError
-from chat.sockets import inbound, outbound, ratelimit
+from chat.sockets import inbound, outbound, ratelimit, socket_auth, socket_quota
 from chat.sockets.tab_state import TabState
 
 logger = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from chat.services.errors import UserInputError
 MIN_FRAME_CHARS = 256 * 1024
 MAX_ID = 2**63 - 1  # the largest value a database id or counter can hold
 
-# Per user (all their sockets in a process share one budget, chat.socket_quota): a burst of
+# Per user (all their sockets in a process share one budget, chat.sockets.socket_quota): a burst of
 # this many frames, refilled at this many per second. Messages have their own per-user limit
 # (chat.sockets.ratelimit); this one bounds the cheap-looking frames (sync, stop, cancel...) that
 # still cost a database query each.

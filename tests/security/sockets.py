@@ -13,9 +13,9 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
 from chat.models import Conversation, Message, ToolPair
-from chat.origin_check import SameOriginValidator
 from chat.routing import websocket_urlpatterns
 from chat.services import policy
+from chat.sockets.origin_check import SameOriginValidator
 
 
 def socket_stack() -> Any:

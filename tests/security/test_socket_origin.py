@@ -14,7 +14,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import override_settings
 
 from chat.models import Conversation
-from chat.origin_check import OriginRules, origin_allowed, request_scheme
+from chat.sockets.origin_check import OriginRules, origin_allowed, request_scheme
 from tests.conftest import session_cookie
 
 RULES = OriginRules(

@@ -9,9 +9,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils.html import escape
 
-from chat import socket_quota
 from chat.models import Conversation
-from chat.sockets import consumers, inbound
+from chat.sockets import consumers, inbound, socket_quota
 from tests.conftest import session_cookie
 from tests.security.sockets import communicator
 from tests.security.test_socket_input import answer

@@ -17,8 +17,8 @@ from django.urls import reverse
 
 from chat.models import Conversation, ToolPair
 from chat.runtime import engine
-from tests.chat.test_admin import CHANGELIST, act, stored_call
 from tests.chat.sockets.test_consumers_approvals import held_pair, require_approval
+from tests.chat.test_admin import CHANGELIST, act, stored_call
 from tests.conftest import frames_until
 
 User = get_user_model()

@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from chat import admin_usage  # noqa: F401 - registers the usage report, prices and budgets
 from chat.models import Conversation, Message, ToolPair
 from chat.rendering import pretty_json
 from chat.services import approvals, pairing

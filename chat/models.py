@@ -14,6 +14,18 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
+from chat.usage_models import GroupBudget, ModelPrice, UsageRecord
+
+__all__ = [
+    "Conversation",
+    "GroupBudget",
+    "IllegalTransition",
+    "Message",
+    "ModelPrice",
+    "ToolPair",
+    "UsageRecord",
+]
+
 
 class IllegalTransition(ValueError):
     """A tool pair was asked to move to a status its lifecycle does not allow from here."""
@@ -49,6 +61,9 @@ class Conversation(models.Model):
     # The turn lease: one model turn at a time per conversation, across processes.
     lease_owner = models.CharField(max_length=64, blank=True, editable=False)
     lease_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Prompt cache upkeep: when the last model request started, keep-alives since then.
+    last_request_at = models.DateTimeField(null=True, blank=True, editable=False)
+    keepalives_sent = models.PositiveIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["-updated_at"]

@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from chat.queries import access, sidebar, thread
+from chat.queries import access, sidebar, thread, usage
 from chat.services import conversations
 from chat.services.errors import UserInputError
 
@@ -40,6 +40,7 @@ def conversation_page(request: HttpRequest, conversation_id: int) -> HttpRespons
             "conversation": conversation,
             "views": views,
             "seq": seq,
+            "usage_totals": usage.conversation_totals(conversation),
             "max_message_chars": settings.TANDEM_MAX_MESSAGE_CHARS,
             "max_message_label": f"{settings.TANDEM_MAX_MESSAGE_CHARS:,}",
             **sidebar.context(_user_id(request), conversation.pk),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -191,6 +192,11 @@ TANDEM_SNAPSHOT_INTERVAL_S = env.float("TANDEM_SNAPSHOT_INTERVAL_S", default=1.0
 TANDEM_LEASE_SECONDS = env.float("TANDEM_LEASE_SECONDS", default=30.0)
 TANDEM_SWEEP_INTERVAL_S = env.float("TANDEM_SWEEP_INTERVAL_S", default=2.0)
 TANDEM_TOOL_TIMEOUT_S = env.float("TANDEM_TOOL_TIMEOUT_S", default=300.0)
+# Keeping the prompt cache warm while tools run (README "Usage, cost and budgets"):
+# "keepalive" (default), "1h" (every breakpoint at the 1-hour lifetime) or "off".
+TANDEM_CACHE_STRATEGY = env.str("TANDEM_CACHE_STRATEGY", default="keepalive")
+if TANDEM_CACHE_STRATEGY not in ("keepalive", "1h", "off"):
+    raise ImproperlyConfigured("TANDEM_CACHE_STRATEGY must be keepalive, 1h or off.")
 # Modules imported at start-up after the built-in tools, to register more tools.
 TANDEM_EXTRA_TOOL_MODULES = env.list("TANDEM_EXTRA_TOOL_MODULES", default=[])
 TANDEM_APPROVAL_TIMEOUT_S = env.float("TANDEM_APPROVAL_TIMEOUT_S", default=24 * 3600.0)

@@ -69,6 +69,7 @@ class RequestOptions:
     allow_tool_use: bool = True
     thinking_budget: int | None = None
     cache: bool = True
+    cache_ttl: str = "5m"  # "1h": every breakpoint at the 1-hour lifetime
 
 
 # --- blocks -------------------------------------------------------------------------------
@@ -272,20 +273,45 @@ def build_request(
     if budget and 1024 <= budget < options.max_tokens and _thinking_allowed(messages):
         request["thinking"] = {"type": "enabled", "budget_tokens": budget}
     if options.cache:
-        _add_cache_breakpoints(request, has_note=bool(pending))
+        _add_cache_breakpoints(request, has_note=bool(pending), ttl=options.cache_ttl)
     return request
 
 
-def _add_cache_breakpoints(request: dict[str, Any], *, has_note: bool) -> None:
-    """Mark the stable prefix: tools, system, and the last stored block of the thread."""
+def build_keepalive_request(
+    thread: Sequence[StoredMessage], options: RequestOptions, pending: Sequence[PendingCall]
+) -> dict[str, Any] | None:
+    """The request that keeps the cached prefix warm while tools run: the turn's own request
+    with ``max_tokens: 0``, sent without streaming, never stored (see chat.billing.cache_plan).
+
+    None when nothing pends, and with thinking on: its budget must stay below ``max_tokens``,
+    and turning it off for the keep-alive would change the cached prefix."""
+    if not pending:
+        return None
+    request = build_request(thread, options, pending)
+    if "thinking" in request:
+        return None
+    request["max_tokens"] = 0
+    return request
+
+
+def _add_cache_breakpoints(request: dict[str, Any], *, has_note: bool, ttl: str = "5m") -> None:
+    """Mark the stable prefix: tools, system, and the last stored block of the thread.
+
+    A final user turn that holds only the placeholder (and the note) is not stored: the next
+    request will have the tool results there instead, so the mark goes on the turn before.
+    """
+    control = {"type": "ephemeral", **({"ttl": "1h"} if ttl == "1h" else {})}
     marks = 0
     if request.get("tools"):
-        request["tools"][-1] = {**request["tools"][-1], "cache_control": {"type": "ephemeral"}}
+        request["tools"][-1] = {**request["tools"][-1], "cache_control": dict(control)}
         marks += 1
     if request.get("system"):
-        request["system"][-1]["cache_control"] = {"type": "ephemeral"}
+        request["system"][-1]["cache_control"] = dict(control)
         marks += 1
-    last = request["messages"][-1]
+    messages = request["messages"]
+    last = messages[-1]
     block = _last_cacheable(last, skip_last=has_note)
+    if block is not None and block.get("text") == CONTINUE_PLACEHOLDER and len(messages) > 1:
+        block = _last_cacheable(messages[-2], skip_last=False)
     if block is not None and marks < MAX_CACHE_BREAKPOINTS:
-        block["cache_control"] = {"type": "ephemeral"}
+        block["cache_control"] = dict(control)

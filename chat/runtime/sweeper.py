@@ -8,7 +8,7 @@ import logging
 from channels.db import database_sync_to_async as db
 from django.conf import settings
 
-from chat.runtime import engine
+from chat.runtime import engine, keepalive
 from chat.services import pairing, recovery
 
 logger = logging.getLogger(__name__)
@@ -26,6 +26,7 @@ async def sweep_once(*, first: bool = False) -> list[int]:
     touched.update(await db(recovery.conversations_needing_a_turn)())
     for conversation_id in sorted(touched):
         engine.kick(conversation_id)
+    await keepalive.send_due()  # the prompt cache of conversations whose tools still run
     return sorted(touched)
 
 

@@ -6,9 +6,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from chat.models import Conversation, Message
 from chat.runtime import engine, events
+from chat.services import usage as usage_records
 from chat.services.conversations import bump_rev, derive_title, lock
 from chat.services.errors import ConversationGone, UserInputError
 
@@ -80,7 +82,9 @@ def start_reply(conversation_id: int, answered_seq: int) -> Message:
         conversation = lock(conversation_id)
         before = conversation.answered_seq
         conversation.answered_seq = max(before, answered_seq)
-        conversation.save(update_fields=["answered_seq"])
+        conversation.last_request_at = timezone.now()  # the prompt cache lives from here
+        conversation.keepalives_sent = 0
+        conversation.save(update_fields=["answered_seq", "last_request_at", "keepalives_sent"])
         # Prompts that were shown as queued are being answered now.
         conversation.messages.filter(
             kind=Message.Kind.PROMPT, seq__gt=before, seq__lte=answered_seq
@@ -126,6 +130,7 @@ def finish_reply(
         message.error = error
         message.api_message_id = api_message_id
         message.save()
+        usage_records.record(conversation, usage, message=message)
         events.ring(conversation.pk, conversation.owner_id)
     return message
 

@@ -70,23 +70,41 @@ def load_turn_input(conversation_id: int) -> TurnInput | None:
     conversation = Conversation.objects.filter(pk=conversation_id).first()
     if conversation is None:
         return None
-    rows = list(
+    parts = request_parts(conversation)
+    newest_user = max((m.seq for m in parts.thread if m.role == Message.Role.USER), default=0)
+    if newest_user <= conversation.answered_seq:
+        return None
+    return TurnInput(
+        conversation_id=conversation_id,
+        owner_id=conversation.owner_id,
+        request=history.build_request(parts.thread, parts.options, parts.pending),
+        last_seq=parts.thread[-1].seq if parts.thread else 0,
+    )
+
+
+@dataclass(frozen=True)
+class RequestParts:
+    thread: list[history.StoredMessage]
+    pending: list[history.PendingCall]
+    options: history.RequestOptions
+
+
+def request_parts(conversation: Conversation) -> RequestParts:
+    """What a request for this conversation is built from: the thread, open calls, options."""
+    rows = (
         conversation.messages.filter(superseded=False)
         .exclude(role=Message.Role.NOTICE)
         .order_by("seq")
         .values_list("seq", "role", "kind", "content")
     )
-    newest_user = max((seq for seq, role, _, _ in rows if role == Message.Role.USER), default=0)
-    if newest_user <= conversation.answered_seq:
-        return None
     thread = [history.StoredMessage(seq, role, kind, content) for seq, role, kind, content in rows]
     pending = [
         history.PendingCall(tool_use_id, name, status)
         for tool_use_id, name, status in ToolPair.objects.filter(
-            conversation_id=conversation_id, status__in=ToolPair.OPEN
+            conversation_id=conversation.pk, status__in=ToolPair.OPEN
         ).values_list("tool_use_id", "tool_name", "status")
     ]
-    rounds, invalid = pairing.since_last_prompt(conversation_id)
+    rounds, invalid = pairing.since_last_prompt(conversation.pk)
     next_round = rounds + 1
     allow_tools = not (
         pairing.round_cap_reached(next_round) or pairing.invalid_cap_reached(invalid)
@@ -102,10 +120,6 @@ def load_turn_input(conversation_id: int) -> TurnInput | None:
         known_tools={s.name: s.anthropic_schema() for s in specs},
         allow_tool_use=allow_tools,
         thinking_budget=conversation.thinking_budget,
+        cache_ttl="1h" if settings.TANDEM_CACHE_STRATEGY == "1h" else "5m",
     )
-    return TurnInput(
-        conversation_id=conversation_id,
-        owner_id=conversation.owner_id,
-        request=history.build_request(thread, options, pending),
-        last_seq=rows[-1][0] if rows else 0,
-    )
+    return RequestParts(thread, pending, options)

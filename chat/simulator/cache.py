@@ -2,9 +2,14 @@
 
 The prompt is a sequence of segments in cache order (tools, system, message blocks); each
 `cache_control` marks a breakpoint whose prefix is identified by a running hash. A request reads
-the longest live cached prefix, and writes the prefix up to its last breakpoint when that is
-longer and above the minimum size. Entries live 5 minutes (or 1 hour), measured from the start
-of the request, and every hit refreshes them. Tokens are approximated as characters / 4.
+the longest live cached prefix ending at a breakpoint or at one of the 20 block boundaries
+before it (the API's automatic look-back, which lets a breakpoint that moved on to the newest
+turn still hit the entry the previous turn wrote), and writes the prefix up to its last
+breakpoint when that is longer and above the minimum size. Entries live 5 minutes (or 1 hour
+with ``"ttl": "1h"``), measured from the start of the request, and every hit refreshes them.
+Written tokens are reported split by lifetime (``cache_creation``), as the API does: those up to
+the last 1-hour breakpoint (which comes before any 5-minute one) at 1 hour, the rest at 5
+minutes. Tokens are approximated as characters / 4.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from .turns import merge_turns
 
 MIN_CACHEABLE_TOKENS = 1024
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
+LOOKBACK_BLOCKS = 20
 _MAX_ENTRIES = 4096
 
 
@@ -30,6 +36,7 @@ class Usage:
     input_tokens: int
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
+    cache_creation_1h_input_tokens: int = 0  # part of cache_creation_input_tokens
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,7 @@ class _Breakpoint:
     tokens: int
     key: str
     ttl: float
+    lookback: tuple[tuple[int, str], ...] = ()  # (tokens, key) of the boundaries before it
 
 
 def _tokens(value: Any) -> int:
@@ -76,27 +84,33 @@ class PromptCache:
         now = self._clock()
         total = 3
         running = hashlib.sha256(str(body.get("model")).encode())
+        boundaries: list[tuple[int, str]] = []
         breakpoints: list[_Breakpoint] = []
         for segment in _segments(body):
             stripped = _strip(segment)
             total += _tokens(stripped)
             running.update(json.dumps(stripped, sort_keys=True).encode())
+            boundaries.append((total, running.hexdigest()))
             control = segment.get("cache_control")
             if isinstance(control, dict):
                 ttl = TTL_SECONDS.get(str(control.get("ttl", "5m")), 300.0)
-                breakpoints.append(_Breakpoint(total, running.hexdigest(), ttl))
+                earlier = tuple(reversed(boundaries[-LOOKBACK_BLOCKS - 1 : -1]))
+                breakpoints.append(_Breakpoint(total, running.hexdigest(), ttl, earlier))
         with self._lock:
             read = self._read(breakpoints, now)
             written = self._write(breakpoints, read, now)
-        return Usage(total - read - written, written, read)
+        one_hour = [p.tokens for p in breakpoints if p.ttl == TTL_SECONDS["1h"]]
+        written_1h = min(written, max(0, one_hour[-1] - read)) if one_hour and written else 0
+        return Usage(total - read - written, written, read, written_1h)
 
     def _read(self, breakpoints: list[_Breakpoint], now: float) -> int:
         for point in reversed(breakpoints):
-            entry = self._expiry.get(point.key)
-            if entry is not None and entry[1] > now:
-                self._expiry[point.key] = (entry[0], now + entry[0])
-                self._expiry.move_to_end(point.key)
-                return point.tokens
+            for tokens, key in ((point.tokens, point.key), *point.lookback):
+                entry = self._expiry.get(key)
+                if entry is not None and entry[1] > now:
+                    self._expiry[key] = (entry[0], now + entry[0])
+                    self._expiry.move_to_end(key)
+                    return tokens
         return 0
 
     def _write(self, breakpoints: list[_Breakpoint], read: int, now: float) -> int:

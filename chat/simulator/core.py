@@ -64,13 +64,22 @@ def error_response(
 
 
 def usage_json(usage: Usage, output_tokens: int) -> dict[str, Any]:
-    return {
+    """The ``usage`` object. Its split of written tokens by lifetime (``cache_creation``) is
+    sent only when something was written, so a reply without writes keeps the captured shape."""
+    out: dict[str, Any] = {
         "input_tokens": usage.input_tokens,
         "cache_creation_input_tokens": usage.cache_creation_input_tokens,
         "cache_read_input_tokens": usage.cache_read_input_tokens,
         "output_tokens": output_tokens,
         "service_tier": "standard",
     }
+    if usage.cache_creation_input_tokens:
+        out["cache_creation"] = {
+            "ephemeral_5m_input_tokens": usage.cache_creation_input_tokens
+            - usage.cache_creation_1h_input_tokens,
+            "ephemeral_1h_input_tokens": usage.cache_creation_1h_input_tokens,
+        }
+    return out
 
 
 def message_json(

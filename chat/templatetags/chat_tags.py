@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
 from chat import rendering
+from chat.billing.pricing import TokenCounts, counts_from_usage
 
 register = template.Library()
 
@@ -29,3 +31,28 @@ def result_text(value: Any) -> str:
 @register.filter
 def percent(value: float | None) -> int:
     return round((value or 0) * 100)
+
+
+@register.filter
+def thousands(value: Any) -> str:
+    """An integer with its thousands grouped: 12345 -> "12,345"."""
+    try:
+        return f"{int(value):,}"
+    except (TypeError, ValueError):
+        return "0"
+
+
+@register.filter
+def usd(value: Any) -> str:
+    """An estimated cost in US dollars: four decimals below a cent, two above."""
+    try:
+        amount = Decimal(value)
+    except (TypeError, ValueError, ArithmeticError):
+        return "$0.00"
+    return f"${amount:,.4f}" if amount < Decimal("0.01") else f"${amount:,.2f}"
+
+
+@register.filter
+def usage_counts(usage: Any) -> TokenCounts:
+    """A reply's stored ``usage`` as counts (input, output, cache read and write)."""
+    return counts_from_usage(usage if isinstance(usage, dict) else None)

@@ -28,8 +28,15 @@ ALLOWED = {
     },
     "chat.sockets": {"chat.sockets", "chat.services", "chat.queries", "chat.runtime.events"},
     "chat.simulator": {"chat.simulator"},
+    "chat.billing": set(),
 }
-OPEN_TO_ALL = ("chat.models", "chat.services.errors", "chat.rendering")
+OPEN_TO_ALL = (
+    "chat.models",
+    "chat.usage_models",
+    "chat.billing",
+    "chat.services.errors",
+    "chat.rendering",
+)
 
 
 def _imports(path: Path) -> set[str]:

@@ -1,0 +1,39 @@
+"""Recording what model requests consumed: one usage record per reply or keep-alive."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chat.models import Conversation, Message, UsageRecord
+
+
+def record(
+    conversation: Conversation,
+    usage: dict[str, Any] | None,
+    *,
+    message: Message | None = None,
+    kind: str = UsageRecord.Kind.REPLY,
+) -> UsageRecord | None:
+    """Store the usage of one request (nothing when the API reported none)."""
+    if not usage:
+        return None
+    fields = UsageRecord.fields_from_usage(usage)
+    if message is not None:
+        row, _ = UsageRecord.objects.update_or_create(
+            message=message,
+            defaults={
+                "user_id": conversation.owner_id,
+                "conversation": conversation,
+                "kind": kind,
+                "model": conversation.model,
+                **fields,
+            },
+        )
+        return row
+    return UsageRecord.objects.create(
+        user_id=conversation.owner_id,
+        conversation=conversation,
+        kind=kind,
+        model=conversation.model,
+        **fields,
+    )

@@ -3,7 +3,6 @@ in the thread, and is never sent when nothing pends."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 from typing import Any
 
@@ -14,6 +13,7 @@ from chat.modelapi import client as model_client
 from chat.models import Conversation, Message, ToolPair, UsageRecord
 from chat.runtime import engine, keepalive
 from tests.conftest import frames_until
+from tests.reliability.helpers import eventually
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,9 +34,11 @@ async def test_a_keepalive_is_sent_while_a_tool_runs_and_never_stored(
     socket = await connect(owner, conversation.pk)
     await socket.send_json_to({"type": "send", "text": "run the demo tool for 30 seconds"})
     await frames_until(socket, lambda f: "status-running" in f)
-    async with asyncio.timeout(10):  # the reply that started the tool is finished
-        while await conversation.messages.filter(status=Message.Status.STREAMING).aexists():
-            await asyncio.sleep(0.05)
+
+    async def reply_finished() -> bool:  # the reply that started the tool
+        return not await conversation.messages.filter(status=Message.Status.STREAMING).aexists()
+
+    await eventually(reply_finished)
     kinds = [m.kind async for m in conversation.messages.order_by("seq")]
     stats = model_client.simulator().stats
     before = (stats.requests, stats.rejected_invalid)

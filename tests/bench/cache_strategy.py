@@ -33,6 +33,7 @@ from chat.simulator.core import usage_json
 from chat.simulator.validator import validate_request
 
 MODEL = "claude-sonnet-5-5"
+MAX_TOOL_ROUNDS = 10  # tool rounds one user message may trigger (TANDEM_MAX_TOOL_ROUNDS)
 STRATEGIES = ("5m", "keepalive", "keepalive-uncapped", "1h")
 SYSTEM = "You are Tandem's assistant. Be precise, cite what tools return, and keep going. " * 90
 TOOLS = [
@@ -95,7 +96,7 @@ def make_script(seed: int, turns: int = 10, mix: str = "long") -> Script:
         now += rng.uniform(20, longest_pause)  # the user writes again, tools or not
     replies = [
         (rng.randint(60, 300), tool_duration(rng, shares) if rng.random() < 0.6 else None)
-        for _ in range(4 * turns)
+        for _ in range(MAX_TOOL_ROUNDS * turns + turns)
     ]
     return Script(prompts, replies)
 
@@ -111,6 +112,7 @@ class Conversation:
         self.tally = Tally()
         self.replies = iter(script.replies)
         self.last_request = 0.0
+        self.rounds = 0  # tool rounds since the last user message
         self.keepalives_this_wait = 0
         self.options = history.RequestOptions(
             model=MODEL,
@@ -142,7 +144,8 @@ class Conversation:
         text = " ".join(WORDS[i % len(WORDS)] for i in range(words))
         content: list[dict[str, Any]] = [{"type": "text", "text": text}]
         events = []
-        if duration is not None:
+        if duration is not None and self.rounds < MAX_TOOL_ROUNDS:
+            self.rounds += 1
             call_id = f"toolu_{len(self.calls):04d}"
             call = {"type": "tool_use", "id": call_id, "name": "tool_1", "input": {"q": "x"}}
             content.append(call)
@@ -156,6 +159,7 @@ class Conversation:
 
     def user_says(self, now: float, text: str) -> list[tuple[float, str]]:
         self._append("user", "prompt", [{"type": "text", "text": text}])
+        self.rounds = 0
         return self.turn(now)
 
     def tool_finishes(self, now: float, call_id: str) -> list[tuple[float, str]]:

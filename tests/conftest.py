@@ -13,8 +13,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from chat import login_throttle
+from chat.billing.pricing import DEFAULT_PRICES
 from chat.modelapi import client as model_client
-from chat.models import Conversation
+from chat.models import Conversation, ModelPrice
 from chat.runtime import engine
 from chat.sockets import ratelimit, socket_quota
 
@@ -46,6 +47,22 @@ def outsider(db: None) -> Any:
 @pytest.fixture
 def staff(db: None) -> Any:
     return User.objects.create_superuser("staff", "staff@example.com", "staff-pass-123")
+
+
+@pytest.fixture
+def price_table(db: None) -> None:
+    """The default prices (seeded by a migration, but flushed by transactional tests)."""
+    for model, price in DEFAULT_PRICES.items():
+        ModelPrice.objects.update_or_create(
+            model=model,
+            defaults={
+                "input": price.input,
+                "output": price.output,
+                "cache_write_5m": price.cache_write_5m,
+                "cache_write_1h": price.cache_write_1h,
+                "cache_read": price.cache_read,
+            },
+        )
 
 
 @pytest.fixture

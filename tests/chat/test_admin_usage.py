@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from chat.models import GroupBudget, UsageRecord
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("price_table")]
 
 REPORT = "admin:chat_usagerecord_changelist"
 
@@ -90,6 +90,6 @@ def test_budgets_show_what_each_group_used(staff_client: Client, owner: Any) -> 
     assert "Research: 90% used" in report and "owner: 900 tokens" in report
 
 
-def test_prices_are_seeded_and_editable_in_admin(staff_client: Client) -> None:
+def test_prices_are_listed_and_editable_in_admin(staff_client: Client) -> None:
     html = staff_client.get(reverse("admin:chat_modelprice_changelist")).content.decode()
     assert "claude-sonnet-5-5" in html and "claude-opus-5-5" in html

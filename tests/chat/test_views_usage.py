@@ -11,7 +11,7 @@ from django.test import Client
 from chat.models import Conversation, Message
 from chat.services import messages
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("price_table")]
 
 USAGE = {
     "input_tokens": 12,

@@ -13,7 +13,7 @@ from django.utils import timezone
 from chat.models import Conversation, GroupBudget, UsageRecord
 from chat.queries import usage
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("price_table")]
 
 SONNET, HAIKU = "claude-sonnet-5-5", "claude-haiku-5-5"
 

@@ -16,7 +16,7 @@ from chat.models import Conversation, GroupBudget, Message, UsageRecord
 from chat.runtime import engine
 from chat.services import budgets, messages
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("price_table")]
 
 
 def team_with_budget(user: Any, **limits: Any) -> GroupBudget:

@@ -35,8 +35,12 @@ async def test_a_keepalive_is_sent_while_a_tool_runs_and_never_stored(
     await socket.send_json_to({"type": "send", "text": "run the demo tool for 30 seconds"})
     await frames_until(socket, lambda f: "status-running" in f)
 
-    async def reply_finished() -> bool:  # the reply that started the tool
-        return not await conversation.messages.filter(status=Message.Status.STREAMING).aexists()
+    async def reply_finished() -> bool:  # the reply that started the tool, and its turn's lease
+        streaming = await conversation.messages.filter(status=Message.Status.STREAMING).aexists()
+        leased = (
+            await Conversation.objects.filter(pk=conversation.pk).exclude(lease_owner="").aexists()
+        )
+        return not streaming and not leased
 
     await eventually(reply_finished)
     kinds = [m.kind async for m in conversation.messages.order_by("seq")]

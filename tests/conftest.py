@@ -55,13 +55,7 @@ def price_table(db: None) -> None:
     for model, price in DEFAULT_PRICES.items():
         ModelPrice.objects.update_or_create(
             model=model,
-            defaults={
-                "input": price.input,
-                "output": price.output,
-                "cache_write_5m": price.cache_write_5m,
-                "cache_write_1h": price.cache_write_1h,
-                "cache_read": price.cache_read,
-            },
+            defaults=price.fields(),
         )
 
 

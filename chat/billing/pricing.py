@@ -8,6 +8,7 @@ and ``output_tokens``. Prices are US dollars per million tokens. Pure: no databa
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -88,6 +89,10 @@ class Price:
         """A price with the cache rates derived from the input price, as the price list does."""
         base = Decimal(input_price)
         return cls(base, Decimal(output_price), base * WRITE_5M, base * WRITE_1H, base * READ)
+
+    def fields(self) -> dict[str, Decimal]:
+        """The price as the ModelPrice row's fields (the same names)."""
+        return dataclasses.asdict(self)
 
 
 def cost(counts: TokenCounts, price: Price) -> Decimal:

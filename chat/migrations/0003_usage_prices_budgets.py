@@ -16,13 +16,7 @@ def seed_prices_and_backfill(apps: Any, schema_editor: Any) -> None:
     for name, price in DEFAULT_PRICES.items():
         ModelPrice.objects.get_or_create(
             model=name,
-            defaults={
-                "input": price.input,
-                "output": price.output,
-                "cache_write_5m": price.cache_write_5m,
-                "cache_write_1h": price.cache_write_1h,
-                "cache_read": price.cache_read,
-            },
+            defaults=price.fields(),
         )
     Message = apps.get_model("chat", "Message")
     UsageRecord = apps.get_model("chat", "UsageRecord")

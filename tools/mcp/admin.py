@@ -34,6 +34,10 @@ class McpServerForm(forms.ModelForm):  # type: ignore[type-arg]
     listing: catalog.Listing | None = None
     failure: str = ""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._stored_token = self.instance.token  # validation overwrites the instance's
+
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if self.errors or not data.get("enabled", True):
@@ -61,7 +65,7 @@ class McpServerForm(forms.ModelForm):  # type: ignore[type-arg]
     def _token(self, data: dict[str, Any]) -> str:
         if data.get("clear_token"):
             return ""
-        return str(data.get("token") or self.instance.token or "")
+        return str(data.get("token") or self._stored_token or "")
 
     def save(self, commit: bool = True) -> McpServer:
         server: McpServer = super().save(commit=False)
@@ -109,6 +113,9 @@ class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         if obj is not None:
             fields[2:2] = ["token_stored"]
             fields += ["refreshed_at", "refresh_status_shown"]
+            if not self.has_change_permission(request, obj):
+                # A read-only page would print the stored token as text: never show it.
+                fields = [f for f in fields if f not in ("token", "clear_token")]
         return fields
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
@@ -130,17 +137,17 @@ class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 catalog.record_failure(obj, str(exc))
                 self.message_user(request, str(exc), messages.ERROR)
                 return
-            self.message_user(request, f"{obj.name}: {summary}", messages.SUCCESS)
+            self.message_user(request, f"MCP server {obj.name}: {summary}", messages.SUCCESS)
         elif form.failure:
             catalog.record_failure(obj, form.failure)
-            self.message_user(request, f"{obj.name}: {form.failure}", messages.WARNING)
+            self.message_user(request, f"MCP server {obj.name}: {form.failure}", messages.WARNING)
 
     @admin.action(description="Refresh tools", permissions=["change"])
     def refresh_tools(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
         for server in queryset:
             ok, message = catalog.refresh(server)
             level = messages.SUCCESS if ok else messages.ERROR
-            self.message_user(request, f"{server.name}: {message}", level)
+            self.message_user(request, f"MCP server {server.name}: {message}", level)
 
     @admin.display(description="token")
     def token_stored(self, obj: McpServer) -> str:

@@ -202,7 +202,7 @@ if TANDEM_CACHE_STRATEGY not in ("keepalive", "1h", "off"):
 TANDEM_EXTRA_TOOL_MODULES = env.list("TANDEM_EXTRA_TOOL_MODULES", default=[])
 # MCP tool servers (tools.mcp): a server's token may be named in admin as an environment variable;
 # only variables with this prefix can be named, so admin can never send out another secret.
-TANDEM_MCP_TOKEN_PREFIX = "TANDEM_MCP_TOKEN_"
+TANDEM_MCP_TOKEN_PREFIX = "TANDEM_MCP_TOKEN_"  # noqa: S105 - a name prefix, not a secret
 TANDEM_MCP_TOKENS = {
     name: value
     for name, value in env.ENVIRON.items()

@@ -70,9 +70,7 @@ async def test_cancel_reaches_the_mcp_server(
     pair = await ToolPair.objects.aget(conversation=conversation)
     await socket.send_json_to({"type": "cancel", "pair": pair.pk})
     await frames_until(socket, lambda f: "kind-reply status-complete" in f and "cancelled" in f)
-    async with asyncio.timeout(10):
-        while not mcp_server.cancelled.is_set():
-            await asyncio.sleep(0.02)
+    assert await asyncio.to_thread(mcp_server.cancelled.wait, 10)
     await engine.idle()
     pair = await ToolPair.objects.aget(conversation=conversation)
     assert pair.status == ToolPair.Status.CANCELLED

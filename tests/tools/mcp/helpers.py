@@ -1,8 +1,8 @@
 from __future__ import annotations
 
+from tests.tools.mcp.server import TOKEN, TestMcpServer
 from tools.mcp import catalog
 from tools.mcp.models import McpServer
-from tests.tools.mcp.server import TOKEN, TestMcpServer
 
 
 def add_server(mcp_server: TestMcpServer, name: str = "demo", **fields: object) -> McpServer:

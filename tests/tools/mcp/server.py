@@ -18,7 +18,7 @@ import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
-TOKEN = "test-token-4f1c"  # noqa: S105 - a test server's token
+TOKEN = "test-token-4f1c"
 
 
 class TestMcpServer:
@@ -27,6 +27,7 @@ class TestMcpServer:
     def __init__(self, name: str = "demo", token: str = TOKEN) -> None:
         self.token = token
         self.cancelled = threading.Event()
+        self.hanging = threading.Event()
         self.calls: list[str] = []
         self.app_server = MCPServer(name, log_level="WARNING")
         self._add_tools()
@@ -55,6 +56,7 @@ class TestMcpServer:
             """Wait, reporting half-way progress first (to test Cancel and timeouts)."""
             self.calls.append("hang")
             await ctx.report_progress(1, 2, "waiting")
+            self.hanging.set()
             try:
                 await anyio.sleep(seconds)
             except anyio.get_cancelled_exc_class():
@@ -100,6 +102,7 @@ class TestMcpServer:
 
     def reset(self) -> None:
         self.cancelled.clear()
+        self.hanging.clear()
         self.calls.clear()
 
     @contextmanager

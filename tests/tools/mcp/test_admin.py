@@ -10,9 +10,9 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
-from tools.mcp.models import McpServer, McpTool
 from tests.tools.mcp.helpers import add_server
 from tests.tools.mcp.server import TestMcpServer
+from tools.mcp.models import McpServer, McpTool
 
 pytestmark = pytest.mark.django_db
 

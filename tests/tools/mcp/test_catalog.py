@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.tools.mcp.helpers import add_server
+from tests.tools.mcp.server import TestMcpServer
 from tools.mcp import catalog
 from tools.mcp.models import McpServer, McpTool
 from tools.models import ToolPolicy
-from tests.tools.mcp.helpers import add_server
-from tests.tools.mcp.server import TestMcpServer
 
 pytestmark = pytest.mark.django_db
 

@@ -7,9 +7,9 @@ import socket
 
 import pytest
 
+from tests.tools.mcp.server import TOKEN, TestMcpServer
 from tools.errors import ToolError
 from tools.mcp import client
-from tests.tools.mcp.server import TOKEN, TestMcpServer
 
 
 def conn(server: TestMcpServer, token: str = TOKEN) -> client.Connection:

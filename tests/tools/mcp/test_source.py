@@ -6,14 +6,14 @@ import asyncio
 
 import pytest
 
+from tests.tools.mcp.helpers import add_server
+from tests.tools.mcp.server import TestMcpServer
 from tools.context import ToolContext
 from tools.errors import ToolInputError
 from tools.execution import execute
 from tools.mcp.models import McpServer
 from tools.mcp.source import McpToolSpec
 from tools.registry import registry
-from tests.tools.mcp.helpers import add_server
-from tests.tools.mcp.server import TestMcpServer
 
 pytestmark = pytest.mark.django_db
 
@@ -66,8 +66,7 @@ def test_cancel_stops_the_call_and_the_server_sees_it(mcp_server: TestMcpServer)
     async def run() -> str:
         ctx = ToolContext("toolu_2")
         call = asyncio.ensure_future(execute(hang, {"seconds": 30}, ctx, timeout_s=60))
-        while "hang" not in mcp_server.calls:
-            await asyncio.sleep(0.02)
+        assert await asyncio.to_thread(mcp_server.hanging.wait, 10)
         ctx.cancel()
         outcome = await call
         await _until(mcp_server.cancelled.is_set)

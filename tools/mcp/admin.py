@@ -157,7 +157,7 @@ class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             return f"read from {obj.token_env}"
         return "none"
 
-    @admin.display(description="last refresh")
+    @admin.display(description="last refresh result")
     def refresh_status_shown(self, obj: McpServer) -> str:
         if not obj.refresh_status:
             return "never refreshed"

@@ -14,7 +14,7 @@ class McpServer(models.Model):
         max_length=rules.MAX_SERVER_NAME,
         unique=True,
         validators=[RegexValidator(rules.SERVER_NAME, rules.SERVER_NAME_HELP)],
-        help_text="A short slug; the model sees each tool as <name>__<tool>. "
+        help_text="A short slug, e.g. docs: the model sees its tool search as docs__search. "
         + rules.SERVER_NAME_HELP,
     )
     url = models.URLField(
@@ -45,9 +45,9 @@ class McpServer(models.Model):
     enabled = models.BooleanField(
         default=True, help_text="Off: none of its tools is offered or run."
     )
-    refreshed_at = models.DateTimeField("last refresh", null=True, blank=True, editable=False)
+    refreshed_at = models.DateTimeField("refreshed at", null=True, blank=True, editable=False)
     refresh_ok = models.BooleanField("last refresh worked", default=False, editable=False)
-    refresh_status = models.TextField("last refresh", blank=True, editable=False)
+    refresh_status = models.TextField("refresh result", blank=True, editable=False)
 
     class Meta:
         ordering = ["name"]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jsonschema
+from django.db.models import QuerySet
 from pydantic import BaseModel, ConfigDict
 
 from tools.context import ToolContext
@@ -76,7 +77,7 @@ def spec_of(row: McpTool) -> McpToolSpec:
     )
 
 
-def _usable() -> Any:
+def _usable() -> QuerySet[McpTool]:
     return McpTool.objects.filter(present=True, server__enabled=True).select_related("server")
 
 

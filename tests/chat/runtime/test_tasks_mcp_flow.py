@@ -76,6 +76,19 @@ async def test_cancel_reaches_the_mcp_server(
     assert pair.status == ToolPair.Status.CANCELLED
 
 
+async def test_a_timeout_stops_the_call_and_reaches_the_mcp_server(
+    connect: Any, owner: Any, conversation: Any, demo_server: McpServer, mcp_server: TestMcpServer
+) -> None:
+    await ToolPolicy.objects.filter(tool_name="demo__hang").aupdate(approval="auto", timeout_s=1)
+    socket = await connect(owner, conversation.pk)
+    await socket.send_json_to({"type": "send", "text": "use the demo__hang tool with seconds=60"})
+    await frames_until(socket, lambda f: "kind-reply status-complete" in f and "timed out" in f)
+    assert await asyncio.to_thread(mcp_server.cancelled.wait, 10)
+    await engine.idle()
+    pair = await ToolPair.objects.aget(conversation=conversation)
+    assert pair.status == ToolPair.Status.TIMED_OUT and pair.is_error
+
+
 async def test_a_destructive_tool_waits_for_the_owner(
     connect: Any, owner: Any, conversation: Any, demo_server: McpServer
 ) -> None:

@@ -13,6 +13,7 @@ from django.urls import reverse
 from tests.tools.mcp.helpers import add_server
 from tests.tools.mcp.server import TestMcpServer
 from tools.mcp.models import McpServer, McpTool
+from tools.models import ToolPolicy
 
 pytestmark = pytest.mark.django_db
 
@@ -135,3 +136,14 @@ def test_staff_without_the_permission_cannot_see_or_add_servers(
     page = client.get(reverse(CHANGELIST)).content.decode()
     assert "demo" in page and "refresh_tools" not in page  # the action needs "change"
     assert client.post(change_url(server), form(mcp_server)).status_code == 403
+
+
+def test_each_tool_has_a_policy_page_with_its_description(
+    staff_client: Client, mcp_server: TestMcpServer
+) -> None:
+    add_server(mcp_server)
+    row = ToolPolicy.objects.get(tool_name="demo__weather")
+    page = staff_client.get(reverse("admin:tools_toolpolicy_change", args=[row.pk]))
+    assert "The weather in a city, as structured content." in page.content.decode()
+    listed = staff_client.get(reverse("admin:tools_toolpolicy_changelist")).content.decode()
+    assert "demo__weather" in listed

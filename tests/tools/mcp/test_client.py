@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 
 import pytest
@@ -86,3 +87,21 @@ async def _until(condition: object, within: float = 10.0) -> None:
     while not condition():  # type: ignore[operator]
         assert loop.time() < deadline, "condition not met in time"
         await asyncio.sleep(0.02)
+
+
+async def test_an_endpoint_that_is_not_mcp_is_a_protocol_error(mcp_server: TestMcpServer) -> None:
+    wrong = client.Connection("demo", mcp_server.url.replace("/mcp", "/elsewhere"), TOKEN)
+    with pytest.raises(ToolError, match=r"answered with a protocol error \(Not Found; .*HTTP 404"):
+        await client.call_tool(wrong, "count", {"n": 1}, _ignore)
+
+
+async def test_the_token_is_never_logged(
+    mcp_server: TestMcpServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    await client.list_tools(conn(mcp_server))
+    await client.call_tool(conn(mcp_server), "count", {"n": 1}, _ignore)
+    with pytest.raises(client.McpFailure):
+        await client.list_tools(conn(mcp_server, token=TOKEN + "-wrong"))
+    assert caplog.records  # the SDK and HTTP client did log
+    assert not [r for r in caplog.records if TOKEN in r.getMessage()]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Max, Prefetch, Q
+from django.db.models import Prefetch, Q
 
 from chat.models import Conversation, Message, ToolPair
 from chat.runtime import engine
@@ -94,30 +94,39 @@ def changes_since(
     On a resync (a socket that just opened) streaming messages and running tool pairs are
     included too: their text and progress change without a new rev. A tab that stays
     connected gets those as live frames instead, so an ordinary doorbell skips them.
+
+    At most four queries (the conversation, its messages and their cards, the cards that
+    changed), one when the tab already has everything.
     """
     conversation = Conversation.objects.filter(pk=conversation_id).first()
     if conversation is None:
         return None
-    new = list(_messages(conversation).filter(seq__gt=seq))
-    changed = list(
-        _messages(conversation)
-        .filter(seq__lte=seq)
-        .filter(Q(rev__gt=rev) | Q(status=Message.Status.STREAMING) if resync else Q(rev__gt=rev))
-    )
-    rendered = {m.pk for m in changed} | {m.pk for m in new}
-    pairs = list(
-        ToolPair.objects.filter(conversation_id=conversation_id, message__seq__lte=seq)
-        .filter(Q(rev__gt=rev) | Q(status=ToolPair.Status.RUNNING) if resync else Q(rev__gt=rev))
-        .exclude(message_id__in=rendered)
-        .order_by("pk")
-    )
-    top = conversation.messages.aggregate(m=Max("seq"))["m"] or 0
+    top = max(seq, conversation.next_seq - 1)
+    if not resync and conversation.rev <= rev and top <= seq:
+        return Changes(conversation.title, conversation.rev, top, [], [], [])
+    wanted = Q(seq__gt=seq) | Q(rev__gt=rev)
+    if resync:
+        wanted |= Q(status=Message.Status.STREAMING)
+    found = list(_messages(conversation).filter(wanted))
+    new = [m for m in found if m.seq > seq]
+    changed = [m for m in found if m.seq <= seq]
+    pairs: list[ToolPair] = []
+    if resync or conversation.rev > rev:
+        changed_pairs = Q(rev__gt=rev)
+        if resync:
+            changed_pairs |= Q(status=ToolPair.Status.RUNNING)
+        pairs = list(
+            ToolPair.objects.filter(conversation_id=conversation_id, message__seq__lte=seq)
+            .filter(changed_pairs)
+            .exclude(message_id__in=[m.pk for m in found])
+            .order_by("pk")
+        )
     return Changes(
         title=conversation.title,
         rev=conversation.rev,
-        seq=max(seq, top),
+        seq=max(top, max((m.seq for m in new), default=0)),
         new=_views(conversation, new),
-        changed=_views(conversation, sorted(changed, key=lambda m: m.seq)),
+        changed=_views(conversation, changed),
         pairs=pairs,
     )
 

@@ -9,16 +9,17 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async as db
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from chat.models import Conversation
-from chat.queries import access, thread
+from chat.queries import access
 from chat.runtime import events
 from chat.services import approvals, messages, pairing
 from chat.services.errors import NotAllowed, UserInputError
-from chat.sockets import inbound, outbound, ratelimit, socket_auth, socket_quota
+from chat.sockets import fanout, inbound, outbound, ratelimit, socket_auth, socket_quota
 from chat.sockets.tab_state import TabState
 
 logger = logging.getLogger(__name__)
@@ -104,9 +105,20 @@ class GroupSocket(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self.close(code=CLOSE_UNAUTHENTICATED)
 
 
+# Events that never touch the database: handled without Channels' per-event hop through the
+# one shared database thread (``close_old_connections``), so a delta never waits behind it.
+LIVE_EVENTS = frozenset({"reply.delta", "reply.snapshot", "reply.tool_input", "tool.progress"})
+
+
 class ConversationConsumer(GroupSocket):
     conversation_id: int
     tab: TabState
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        if message["type"] in LIVE_EVENTS:
+            await getattr(self, get_handler_name(message))(message)
+        else:
+            await super().dispatch(message)
 
     async def connect(self) -> None:
         user = await self.signed_in_user()
@@ -201,20 +213,21 @@ class ConversationConsumer(GroupSocket):
 
     async def check_rate(self) -> None:
         per_minute = settings.TANDEM_RATE_LIMIT_PER_MINUTE
-        if not await sync_to_async(ratelimit.allow)(self.scope["user"].pk, per_minute=per_minute):
+        allow = sync_to_async(ratelimit.allow, thread_sensitive=False)  # the cache, no database
+        if not await allow(self.scope["user"].pk, per_minute=per_minute):
             raise UserInputError(TOO_FAST)
 
     # --- from the channel layer ------------------------------------------------------------
 
     async def push_changes(self, *, resync: bool = False) -> None:
-        changes = await db(thread.changes_since)(
+        shared = await fanout.changes_since(
             self.conversation_id, self.tab.seq, self.tab.rev, resync=resync
         )
-        if changes is None:
+        if shared is None:
             await self.close(code=CLOSE_NOT_FOUND)
             return
-        html = "".join(await db(self.tab.apply_changes)(changes))
-        await self.send(text_data=html)
+        parts = self.tab.apply_changes(shared.changes, new=shared.new, replaced=shared.replaced)
+        await self.send(text_data="".join(parts))
 
     async def conv_changed(self, event: dict[str, Any]) -> None:
         await self.push_changes()
@@ -277,5 +290,7 @@ class ConversationListConsumer(GroupSocket):
 
     async def push(self) -> None:
         await self.send(
-            text_data=await db(outbound.conversation_list)(self.scope["user"].pk, self.current)
+            text_data=await fanout.read(outbound.conversation_list)(
+                self.scope["user"].pk, self.current
+            )
         )

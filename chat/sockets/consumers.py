@@ -3,6 +3,7 @@ chat.services; session checks in socket_auth, per-user limits in socket_quota (b
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -42,6 +43,16 @@ class GroupSocket(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     group = ""
     counted_user: int | None = None
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Events from the channel layer (deltas, doorbells) skip Channels' hop through the one
+        shared database thread before each handler (``close_old_connections``): a delta must
+        not wait behind the database, and every handler here reaches the database only
+        through ``database_sync_to_async``, which closes old connections itself."""
+        if message["type"].startswith("websocket."):
+            await super().dispatch(message)
+        else:
+            await getattr(self, get_handler_name(message))(message)
 
     async def signed_in_user(self) -> Any:
         """The user, or None after refusing the socket with 4403."""
@@ -105,20 +116,9 @@ class GroupSocket(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self.close(code=CLOSE_UNAUTHENTICATED)
 
 
-# Events that never touch the database: handled without Channels' per-event hop through the
-# one shared database thread (``close_old_connections``), so a delta never waits behind it.
-LIVE_EVENTS = frozenset({"reply.delta", "reply.snapshot", "reply.tool_input", "tool.progress"})
-
-
 class ConversationConsumer(GroupSocket):
     conversation_id: int
     tab: TabState
-
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        if message["type"] in LIVE_EVENTS:
-            await getattr(self, get_handler_name(message))(message)
-        else:
-            await super().dispatch(message)
 
     async def connect(self) -> None:
         user = await self.signed_in_user()
@@ -283,10 +283,35 @@ class ConversationListConsumer(GroupSocket):
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if await self.admit_frame():
-            await self.push()  # any frame (the page's sync) asks for the current list
+            self.want_push()  # any frame (the page's sync) asks for the current list
 
     async def convlist_changed(self, event: dict[str, Any]) -> None:
-        await self.push()
+        self.want_push()
+
+    pushing: asyncio.Task[None] | None = None
+    again = False
+
+    def want_push(self) -> None:
+        """Send the current list soon. One read at a time: the bells that ring while the list
+        is read are answered together by one more read after it (so a burst of doorbells,
+        as a reply starts, costs the sidebar two reads, not one each), and no older list can
+        overtake a newer one."""
+        self.again = True
+        if self.pushing is None or self.pushing.done():
+            self.pushing = asyncio.ensure_future(self._push_until_quiet())
+
+    async def _push_until_quiet(self) -> None:
+        try:
+            while self.again:
+                self.again = False
+                await self.push()
+        except Exception:
+            logger.exception("the conversation list could not be sent")
+
+    async def disconnect(self, code: int) -> None:
+        if self.pushing is not None:
+            self.pushing.cancel()
+        await super().disconnect(code)
 
     async def push(self) -> None:
         await self.send(

@@ -94,6 +94,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=60))
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DATABASES["default"].setdefault("TEST", {})
+# Doorbell and sidebar reads of the sockets run in reader threads (a connection each) rather
+# than on the one shared database thread (chat/sockets/fanout.py).
+TANDEM_DB_READS_OFF_THREAD = env.bool("TANDEM_DB_READS_OFF_THREAD", default=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
@@ -106,7 +109,8 @@ if REDIS_URL:
     }
 else:
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}
+        # Channels' in-memory layer, cheaper per message (chat/runtime/layer.py).
+        "default": {"BACKEND": "chat.runtime.layer.ProcessLayer", "CONFIG": {"capacity": 1000}}
     }
 # The cache holds the per-user message rate limit (chat.sockets.ratelimit): shared through Redis by
 # every process when REDIS_URL is set, per process in local memory otherwise.

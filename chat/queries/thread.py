@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Max, Prefetch, Q
+from django.db.models import Prefetch, Q
 
 from chat.models import Conversation, Message, ToolPair
 from chat.runtime import engine
@@ -60,10 +60,17 @@ class Changes:
     pairs: list[ToolPair]
 
 
-def _views(conversation: Conversation, messages: list[Message]) -> list[MessageView]:
+def _views(
+    conversation: Conversation,
+    messages: list[Message],
+    pairs: dict[int, list[ToolPair]] | None = None,
+) -> list[MessageView]:
+    """Views of ``messages``, with their cards from ``pairs`` (message id -> cards in block
+    order) or, without it, from the messages' prefetched ``tool_pairs``."""
     views = []
     for message in messages:
-        view = MessageView(message, pairs=list(message.tool_pairs.all()))
+        cards = pairs.get(message.pk, []) if pairs is not None else message.tool_pairs.all()
+        view = MessageView(message, pairs=list(cards))
         if message.status == Message.Status.STREAMING:
             live = engine.live_reply(message.pk)
             view.live_text = live.text if live is not None else message.text
@@ -94,31 +101,45 @@ def changes_since(
     On a resync (a socket that just opened) streaming messages and running tool pairs are
     included too: their text and progress change without a new rev. A tab that stays
     connected gets those as live frames instead, so an ordinary doorbell skips them.
+
+    Three queries (the conversation, its messages, the cards of those and the cards that
+    changed), one when the tab already has everything.
     """
     conversation = Conversation.objects.filter(pk=conversation_id).first()
     if conversation is None:
         return None
-    new = list(_messages(conversation).filter(seq__gt=seq))
-    changed = list(
-        _messages(conversation)
-        .filter(seq__lte=seq)
-        .filter(Q(rev__gt=rev) | Q(status=Message.Status.STREAMING) if resync else Q(rev__gt=rev))
-    )
-    rendered = {m.pk for m in changed} | {m.pk for m in new}
-    pairs = list(
-        ToolPair.objects.filter(conversation_id=conversation_id, message__seq__lte=seq)
-        .filter(Q(rev__gt=rev) | Q(status=ToolPair.Status.RUNNING) if resync else Q(rev__gt=rev))
-        .exclude(message_id__in=rendered)
-        .order_by("pk")
-    )
-    top = conversation.messages.aggregate(m=Max("seq"))["m"] or 0
+    top = max(seq, conversation.next_seq - 1)
+    if not resync and conversation.rev <= rev and top <= seq:
+        return Changes(conversation.title, conversation.rev, top, [], [], [])
+    wanted = Q(seq__gt=seq) | Q(rev__gt=rev)
+    if resync:
+        wanted |= Q(status=Message.Status.STREAMING)
+    found = list(conversation.messages.filter(wanted).order_by("seq"))
+    found_ids = {m.pk for m in found}
+    # One query for both: the cards of the messages found, and cards that changed elsewhere.
+    cards = Q(message_id__in=found_ids) if found_ids else Q(pk__in=[])
+    if resync or conversation.rev > rev:
+        changed_cards = Q(rev__gt=rev)
+        if resync:
+            changed_cards |= Q(status=ToolPair.Status.RUNNING)
+        cards |= Q(message__seq__lte=seq) & changed_cards
+    by_message: dict[int, list[ToolPair]] = {}
+    pairs: list[ToolPair] = []
+    if found_ids or resync or conversation.rev > rev:
+        rows = ToolPair.objects.filter(conversation_id=conversation_id).filter(cards)
+        for pair in rows.order_by("block_index", "pk"):
+            if pair.message_id in found_ids:
+                by_message.setdefault(pair.message_id, []).append(pair)
+            else:
+                pairs.append(pair)
+    new = [m for m in found if m.seq > seq]
     return Changes(
         title=conversation.title,
         rev=conversation.rev,
-        seq=max(seq, top),
-        new=_views(conversation, new),
-        changed=_views(conversation, sorted(changed, key=lambda m: m.seq)),
-        pairs=pairs,
+        seq=max(top, max((m.seq for m in new), default=0)),
+        new=_views(conversation, new, by_message),
+        changed=_views(conversation, [m for m in found if m.seq <= seq], by_message),
+        pairs=sorted(pairs, key=lambda p: p.pk),
     )
 
 

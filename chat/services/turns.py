@@ -70,10 +70,16 @@ def load_turn_input(conversation_id: int) -> TurnInput | None:
     conversation = Conversation.objects.filter(pk=conversation_id).first()
     if conversation is None:
         return None
-    parts = request_parts(conversation)
-    newest_user = max((m.seq for m in parts.thread if m.role == Message.Role.USER), default=0)
+    # One query decides; the request (thread, calls, policies) is built only when it is due.
+    newest_user = (
+        conversation.messages.filter(superseded=False, role=Message.Role.USER).aggregate(
+            m=Max("seq")
+        )["m"]
+        or 0
+    )
     if newest_user <= conversation.answered_seq:
         return None
+    parts = request_parts(conversation)
     return TurnInput(
         conversation_id=conversation_id,
         owner_id=conversation.owner_id,

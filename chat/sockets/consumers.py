@@ -3,22 +3,24 @@ chat.services; session checks in socket_auth, per-user limits in socket_quota (b
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async as db
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from chat.models import Conversation
-from chat.queries import access, thread
+from chat.queries import access
 from chat.runtime import events
 from chat.services import approvals, messages, pairing
 from chat.services.errors import NotAllowed, UserInputError
-from chat.sockets import inbound, outbound, ratelimit, socket_auth, socket_quota
+from chat.sockets import fanout, inbound, outbound, ratelimit, socket_auth, socket_quota
 from chat.sockets.tab_state import TabState
 
 logger = logging.getLogger(__name__)
@@ -41,6 +43,16 @@ class GroupSocket(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     group = ""
     counted_user: int | None = None
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Events from the channel layer (deltas, doorbells) skip Channels' hop through the one
+        shared database thread before each handler (``close_old_connections``): a delta must
+        not wait behind the database, and every handler here reaches the database only
+        through ``database_sync_to_async``, which closes old connections itself."""
+        if message["type"].startswith("websocket."):
+            await super().dispatch(message)
+        else:
+            await getattr(self, get_handler_name(message))(message)
 
     async def signed_in_user(self) -> Any:
         """The user, or None after refusing the socket with 4403."""
@@ -201,20 +213,21 @@ class ConversationConsumer(GroupSocket):
 
     async def check_rate(self) -> None:
         per_minute = settings.TANDEM_RATE_LIMIT_PER_MINUTE
-        if not await sync_to_async(ratelimit.allow)(self.scope["user"].pk, per_minute=per_minute):
+        allow = sync_to_async(ratelimit.allow, thread_sensitive=False)  # the cache, no database
+        if not await allow(self.scope["user"].pk, per_minute=per_minute):
             raise UserInputError(TOO_FAST)
 
     # --- from the channel layer ------------------------------------------------------------
 
     async def push_changes(self, *, resync: bool = False) -> None:
-        changes = await db(thread.changes_since)(
+        shared = await fanout.changes_since(
             self.conversation_id, self.tab.seq, self.tab.rev, resync=resync
         )
-        if changes is None:
+        if shared is None:
             await self.close(code=CLOSE_NOT_FOUND)
             return
-        html = "".join(await db(self.tab.apply_changes)(changes))
-        await self.send(text_data=html)
+        parts = self.tab.apply_changes(shared.changes, new=shared.new, replaced=shared.replaced)
+        await self.send(text_data="".join(parts))
 
     async def conv_changed(self, event: dict[str, Any]) -> None:
         await self.push_changes()
@@ -270,12 +283,39 @@ class ConversationListConsumer(GroupSocket):
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if await self.admit_frame():
-            await self.push()  # any frame (the page's sync) asks for the current list
+            self.want_push()  # any frame (the page's sync) asks for the current list
 
     async def convlist_changed(self, event: dict[str, Any]) -> None:
-        await self.push()
+        self.want_push()
+
+    pushing: asyncio.Task[None] | None = None
+    again = False
+
+    def want_push(self) -> None:
+        """Send the current list soon. One read at a time: the bells that ring while the list
+        is read are answered together by one more read after it (so a burst of doorbells,
+        as a reply starts, costs the sidebar two reads, not one each), and no older list can
+        overtake a newer one."""
+        self.again = True
+        if self.pushing is None or self.pushing.done():
+            self.pushing = asyncio.ensure_future(self._push_until_quiet())
+
+    async def _push_until_quiet(self) -> None:
+        try:
+            while self.again:
+                self.again = False
+                await self.push()
+        except Exception:
+            logger.exception("the conversation list could not be sent")
+
+    async def disconnect(self, code: int) -> None:
+        if self.pushing is not None:
+            self.pushing.cancel()
+        await super().disconnect(code)
 
     async def push(self) -> None:
         await self.send(
-            text_data=await db(outbound.conversation_list)(self.scope["user"].pk, self.current)
+            text_data=await fanout.read(outbound.conversation_list)(
+                self.scope["user"].pk, self.current
+            )
         )

@@ -9,8 +9,10 @@ piece of model or user text goes through Django's autoescaping or the Markdown s
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 from django.template.loader import render_to_string
+from django.utils.html import escape
 
 from chat.models import ToolPair
 from chat.queries import sidebar
@@ -51,8 +53,16 @@ def append_card(pair: ToolPair, *, remove_live: bool) -> str:
     )
 
 
+@lru_cache(maxsize=1024)
 def delta(message_id: int, channel: str, text: str) -> str:
-    return _render("delta", target=STREAM_TARGETS[channel].format(message_id), text=text)
+    """The ``delta`` partial, built without the template engine: it is on the per-token path.
+
+    Memoised, so the tabs of one conversation in this process render a delta once (every tab
+    that follows along gets the same text). tests/chat/sockets/test_outbound.py checks it
+    against the template for any text.
+    """
+    target = STREAM_TARGETS[channel].format(message_id)
+    return f'<span hx-swap-oob="beforeend:#{target}">{escape(text)}</span>'
 
 
 def replace_stream(message_id: int, channel: str, text: str) -> str:

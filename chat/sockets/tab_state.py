@@ -25,12 +25,22 @@ class TabState:
     pairs: set[int] = field(default_factory=set)  # tool pair ids rendered in streaming replies
     stored_tools: set[tuple[int, int]] = field(default_factory=set)  # live cards now real cards
 
-    def apply_changes(self, changes: Changes) -> list[str]:
+    def apply_changes(
+        self,
+        changes: Changes,
+        *,
+        new: str | None = None,
+        replaced: dict[int, str] | None = None,
+    ) -> list[str]:
+        """The frame parts that bring the tab to the changes' cursor. ``new`` and ``replaced``
+        are the messages already rendered (``chat.sockets.fanout``, once for every tab at
+        this cursor); what is missing there is rendered here."""
         out: list[str] = []
         if changes.new:
-            out.append(outbound.append_messages(changes.new))
+            out.append(new if new is not None else outbound.append_messages(changes.new))
         for view in changes.changed:
-            out.append(outbound.replace_message(view))
+            done = (replaced or {}).get(view.id)
+            out.append(done if done is not None else outbound.replace_message(view))
         for view in [*changes.new, *changes.changed]:
             self.known.add(view.id)
             self.live_tools = {k for k in self.live_tools if k[0] != view.id}

@@ -144,7 +144,26 @@ def experiment_live_events_skip_db_thread() -> None:
     ConversationConsumer.dispatch = dispatch  # type: ignore[method-assign]
 
 
-EXPERIMENTS = {"live-events-skip-db-thread": experiment_live_events_skip_db_thread}
+def experiment_runner_reads_off_thread() -> None:
+    """What-if: the turn runner's pure reads (the next turn's input, whether more is due) run
+    in reader threads, as the sockets' doorbell reads do, instead of the shared thread."""
+    from channels.db import database_sync_to_async
+
+    from chat.runtime import runner
+    from chat.services import turns
+
+    reads = {turns.load_turn_input, turns.is_due}
+
+    def db(fn: Any) -> Any:
+        return database_sync_to_async(fn, thread_sensitive=fn not in reads)
+
+    runner.db = db  # type: ignore[assignment]
+
+
+EXPERIMENTS = {
+    "live-events-skip-db-thread": experiment_live_events_skip_db_thread,
+    "runner-reads-off-thread": experiment_runner_reads_off_thread,
+}
 
 
 def main() -> None:

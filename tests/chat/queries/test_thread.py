@@ -111,6 +111,26 @@ def test_a_resync_resends_a_running_tool_of_a_finished_reply(conversation: Conve
     assert resync.changed == [] and [p.pk for p in resync.pairs] == [pair.pk]
 
 
+def test_a_doorbell_costs_one_query_when_nothing_changed_and_three_otherwise(
+    conversation: Conversation, django_assert_num_queries: Any
+) -> None:
+    reply, pair = _streaming_reply_with_a_running_tool(conversation)
+    seq, rev = _cursor(conversation)
+    with django_assert_num_queries(1):
+        thread.changes_since(conversation.pk, seq, rev)
+    pairing.record_result(pair.pk, status="succeeded", content="1", is_error=False)
+    messages.post_user_message(conversation.pk, "and now?")
+    with django_assert_num_queries(3):
+        changes = thread.changes_since(conversation.pk, seq, rev)
+    assert changes is not None
+    assert [v.message.text for v in changes.new] == ["and now?"]
+    assert [p.pk for p in changes.pairs] == [pair.pk]
+    with django_assert_num_queries(3):
+        resync = thread.changes_since(conversation.pk, 0, 0, resync=True)
+    assert resync is not None
+    assert [p.pk for v in resync.new if v.id == reply.pk for p in v.pairs] == [pair.pk]
+
+
 def test_it_returns_none_for_a_deleted_conversation(conversation: Conversation) -> None:
     messages.post_user_message(conversation.pk, "hello")
     conversations.delete_conversation(conversation.pk)

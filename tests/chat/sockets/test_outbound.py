@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.template.loader import render_to_string
 from django.test import Client
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chat.services import messages
 from chat.sockets import outbound
@@ -21,6 +24,19 @@ def test_it_pushes_a_delta_into_the_stream_of_its_channel() -> None:
     assert outbound.delta(3, "thinking", "a") == (
         '<span hx-swap-oob="beforeend:#msg-3-thinking-text">a</span>'
     )
+
+
+@given(
+    message_id=st.integers(min_value=1, max_value=10**12),
+    channel=st.sampled_from(["text", "thinking"]),
+    text=st.text(),
+)
+def test_it_builds_a_delta_exactly_as_the_template_renders_it(
+    message_id: int, channel: str, text: str
+) -> None:
+    target = outbound.STREAM_TARGETS[channel].format(message_id)
+    template = render_to_string(f"{outbound.TEMPLATE}#delta", {"target": target, "text": text})
+    assert outbound.delta(message_id, channel, text) == template
 
 
 def test_it_replaces_the_whole_stream_of_a_channel() -> None:

@@ -1,0 +1,89 @@
+"""What a doorbell asks the database, asked once per process and off the shared thread.
+
+A doorbell (``conv.changed``) reaches every open tab of a conversation at the same moment, and
+the tabs that follow along sit at the same cursor, so they need the same answer. The first tab
+to ask reads the changes and renders their messages; the others at that cursor wait for that
+answer instead of asking again (a read shared while it is in flight, never cached after: a
+later question may need later data). Each tab then adds only what depends on its own state
+(``TabState.apply_changes``: cards, title, cursor).
+
+The read runs in a thread of its own when that is safe (``thread_sensitive=False``: a
+connection per thread; SQLite in WAL mode reads beside its one writer), so doorbells do not
+queue behind the turn runners' writes on the one shared database thread. An in-memory SQLite
+database (the test database) exists per connection, so there it stays on the shared thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
+
+from chat.queries import thread
+from chat.queries.thread import Changes
+from chat.sockets import outbound
+
+
+@dataclass
+class Rendered:
+    """Changes with their messages rendered once, for every tab at the same cursor."""
+
+    changes: Changes
+    new: str = ""  # the new messages, appended to the thread
+    replaced: dict[int, str] = field(default_factory=dict)  # message id -> its replacement
+
+
+Key = tuple[int, int, int, bool]
+_in_flight: dict[Key, asyncio.Task[Rendered | None]] = {}
+
+
+def reads_off_thread() -> bool:
+    if not settings.TANDEM_DB_READS_OFF_THREAD:
+        return False
+    connection: Any = connections[DEFAULT_DB_ALIAS]
+    return not (connection.vendor == "sqlite" and connection.is_in_memory_db())
+
+
+def read(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` as a coroutine function that runs in a reader thread where that is safe."""
+    wrapped: Callable[..., Any] = database_sync_to_async(
+        fn, thread_sensitive=not reads_off_thread()
+    )
+    return wrapped
+
+
+def _load(conversation_id: int, seq: int, rev: int, resync: bool) -> Rendered | None:
+    changes = thread.changes_since(conversation_id, seq, rev, resync=resync)
+    if changes is None:
+        return None
+    return Rendered(
+        changes,
+        new=outbound.append_messages(changes.new),
+        replaced={view.id: outbound.replace_message(view) for view in changes.changed},
+    )
+
+
+async def changes_since(
+    conversation_id: int, seq: int, rev: int, *, resync: bool = False
+) -> Rendered | None:
+    """What a tab at (seq, rev) lacks, rendered; None if the conversation is gone."""
+    key = (conversation_id, seq, rev, resync)
+    task = _in_flight.get(key)
+    if task is None:
+        task = asyncio.ensure_future(read(_load)(conversation_id, seq, rev, resync))
+        _in_flight[key] = task
+        task.add_done_callback(lambda done: _forget(key, done))
+    # A tab that closes while it waits must not cancel the read the others wait for.
+    return await asyncio.shield(task)
+
+
+def _forget(key: Key, task: asyncio.Task[Rendered | None]) -> None:
+    if _in_flight.get(key) is task:
+        del _in_flight[key]
+    if not task.cancelled():
+        task.exception()  # retrieved: every waiter has it raised already

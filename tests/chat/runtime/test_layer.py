@@ -1,0 +1,61 @@
+"""chat.runtime.layer: the in-memory layer's semantics, at a lower cost per message."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from channels.exceptions import ChannelFull
+
+from chat.runtime import layer
+from chat.runtime.layer import ProcessLayer
+
+
+async def test_it_delivers_a_group_message_to_every_member_once() -> None:
+    bus = ProcessLayer()
+    a, b = await bus.new_channel(), await bus.new_channel()
+    await bus.group_add("conv-1", a)
+    await bus.group_add("conv-1", b)
+    await bus.group_send("conv-1", {"type": "reply.delta", "text": "hi"})
+    assert await bus.receive(a) == {"type": "reply.delta", "text": "hi"}
+    assert await bus.receive(b) == {"type": "reply.delta", "text": "hi"}
+    assert bus.channels == {}  # nothing more queued
+
+
+async def test_it_keeps_receivers_from_changing_what_was_sent() -> None:
+    bus = ProcessLayer()
+    channel = await bus.new_channel()
+    nested = {"type": "x", "items": [1]}
+    await bus.send(channel, nested)
+    received = await bus.receive(channel)
+    received["items"].append(2)
+    flat = {"type": "y", "text": "a"}
+    await bus.send(channel, flat)
+    got = await bus.receive(channel)
+    got["text"] = "changed"
+    assert nested == {"type": "x", "items": [1]} and flat == {"type": "y", "text": "a"}
+
+
+async def test_it_drops_a_group_message_for_a_full_member_only() -> None:
+    bus = ProcessLayer(capacity=1)
+    full, free = await bus.new_channel(), await bus.new_channel()
+    await bus.send(full, {"type": "x"})
+    with pytest.raises(ChannelFull):
+        await bus.send(full, {"type": "x"})
+    await bus.group_add("g", full)
+    await bus.group_add("g", free)
+    await bus.group_send("g", {"type": "y"})
+    assert await bus.receive(free) == {"type": "y"}
+    assert await bus.receive(full) == {"type": "x"}
+
+
+async def test_it_still_expires_old_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(layer, "CLEAN_INTERVAL_S", 0.0)
+    bus = ProcessLayer(expiry=0)
+    channel = await bus.new_channel()
+    await bus.group_add("g", channel)
+    await bus.send(channel, {"type": "old"})
+    await asyncio.sleep(0.01)
+    await bus.group_send("other", {"type": "z"})  # sends clean up too
+    assert channel not in bus.channels
+    assert channel not in bus.groups.get("g", {})  # an expired member leaves its groups

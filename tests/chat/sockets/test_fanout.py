@@ -1,0 +1,73 @@
+"""chat.sockets.fanout: tabs at one cursor share one read of the changes, rendered once."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from django.test import override_settings
+
+from chat.queries import thread
+from chat.services import messages
+from chat.sockets import fanout
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Counts the reads and holds each one until ``release`` is set."""
+    seen: dict[str, Any] = {"reads": 0, "release": threading.Event()}
+    original = thread.changes_since
+
+    def changes_since(*args: Any, **kwargs: Any) -> Any:
+        seen["reads"] += 1
+        seen["release"].wait(10)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(thread, "changes_since", changes_since)
+    return seen
+
+
+async def test_tabs_at_one_cursor_share_one_read_and_one_rendering(
+    conversation: Any, counted: dict[str, Any]
+) -> None:
+    await database_sync_to_async(messages.post_user_message)(conversation.pk, "hello")
+    tabs = [asyncio.ensure_future(fanout.changes_since(conversation.pk, 0, 0)) for _ in range(5)]
+    await asyncio.sleep(0.05)
+    counted["release"].set()
+    answers = await asyncio.gather(*tabs)
+    assert counted["reads"] == 1
+    assert all(a is answers[0] for a in answers) and answers[0] is not None
+    assert "hello" in answers[0].new
+
+
+async def test_another_cursor_or_a_later_doorbell_reads_again(
+    conversation: Any, counted: dict[str, Any]
+) -> None:
+    counted["release"].set()
+    await fanout.changes_since(conversation.pk, 0, 0)
+    await fanout.changes_since(conversation.pk, 0, 0)  # after the first answered
+    await fanout.changes_since(conversation.pk, 0, 0, resync=True)
+    assert counted["reads"] == 3
+
+
+async def test_a_tab_that_closes_while_waiting_leaves_the_read_to_the_others(
+    conversation: Any, counted: dict[str, Any]
+) -> None:
+    first = asyncio.ensure_future(fanout.changes_since(conversation.pk, 0, 0))
+    second = asyncio.ensure_future(fanout.changes_since(conversation.pk, 0, 0))
+    await asyncio.sleep(0.05)
+    first.cancel()
+    counted["release"].set()
+    assert await second is not None
+    assert first.cancelled() and counted["reads"] == 1
+
+
+def test_reads_leave_the_shared_thread_except_on_an_in_memory_sqlite() -> None:
+    assert not fanout.reads_off_thread()  # the test database lives in memory
+    with override_settings(TANDEM_DB_READS_OFF_THREAD=False):
+        assert not fanout.reads_off_thread()

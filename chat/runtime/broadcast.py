@@ -1,5 +1,9 @@
 """Live deltas of a streaming reply, coalesced: the first at once, then one frame per interval.
 
+The reply's text goes out as Markdown, rendered here once for every tab of the group
+(``chat.markdown_stream``): each frame carries the blocks finished since the last one and the
+open block. Thinking goes out as plain text deltas.
+
 Best effort by design: a tab that misses a frame catches up from the snapshot frames sent
 with every database write, and the final database write supersedes everything.
 """
@@ -12,6 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from chat import markdown_stream
 from chat.runtime import events
 
 
@@ -33,6 +38,8 @@ class ReplyBroadcaster:
     counters: Counters = field(default_factory=Counters)
     _pending: dict[str, list[str]] = field(default_factory=lambda: {"text": [], "thinking": []})
     _sent: dict[str, int] = field(default_factory=lambda: {"text": 0, "thinking": 0})
+    _text: str = ""  # the reply's text so far, as sent
+    _markdown: markdown_stream.Progress = field(default_factory=markdown_stream.Progress)
     _tool_inputs: dict[int, dict[str, Any]] = field(default_factory=dict)
     _ticker: asyncio.Task[None] | None = None
     _first_sent: bool = False
@@ -79,38 +86,67 @@ class ReplyBroadcaster:
         self._tool_inputs.pop(index, None)
 
     async def snapshot(self, text: str, thinking: str) -> None:
-        """With every database write: everything so far, for tabs with a gap."""
+        """With every database write: everything so far, for tabs with a gap.
+
+        What is pending goes out first, so the snapshot is never ahead of the frames: a tab
+        that missed nothing already has all of it and ignores it, and only a tab with a gap
+        takes the whole text (``text`` is the runner's copy of what the frames carry).
+        """
         async with self._lock:
+            await self._flush_pending()
             await self._send(
                 {
                     "type": "reply.snapshot",
                     "message": self.message_id,
-                    "text": text,
+                    "text": self._text,
                     "thinking": thinking,
                 }
             )
 
     async def flush(self) -> None:
         async with self._lock:
-            for channel, pending in self._pending.items():
-                if not pending:
-                    continue
-                chunk = "".join(pending)
-                pending.clear()
-                offset = self._sent[channel]
-                self._sent[channel] += len(chunk)
-                await self._send(
-                    {
-                        "type": "reply.delta",
-                        "message": self.message_id,
-                        "channel": channel,
-                        "offset": offset,
-                        "text": chunk,
-                    }
-                )
-            for item in self._tool_inputs.values():
-                await self._send({"type": "reply.tool_input", "message": self.message_id, **item})
-            self._tool_inputs.clear()
+            await self._flush_pending()
+
+    async def _flush_pending(self) -> None:
+        for channel, pending in self._pending.items():
+            if not pending:
+                continue
+            chunk = "".join(pending)
+            pending.clear()
+            offset = self._sent[channel]
+            self._sent[channel] += len(chunk)
+            if channel == "text":
+                await self._send_markdown(chunk)
+                continue
+            await self._send(
+                {
+                    "type": "reply.delta",
+                    "message": self.message_id,
+                    "channel": channel,
+                    "offset": offset,
+                    "text": chunk,
+                }
+            )
+        for item in self._tool_inputs.values():
+            await self._send({"type": "reply.tool_input", "message": self.message_id, **item})
+        self._tool_inputs.clear()
+
+    async def _send_markdown(self, chunk: str) -> None:
+        """The blocks finished since the last frame and the open block, rendered once."""
+        self._text += chunk
+        first = self._markdown.blocks
+        step = markdown_stream.step(self._text, self._markdown)
+        self._markdown = step.progress
+        await self._send(
+            {
+                "type": "reply.markdown",
+                "message": self.message_id,
+                "first": first,
+                "blocks": list(step.new_blocks),
+                "open": step.open_html,
+                "chars": len(self._text),
+            }
+        )
 
     async def _send(self, message: dict[str, Any]) -> None:
         self.counters.frames_out += 1

@@ -149,6 +149,7 @@ class ConversationConsumer(GroupSocket):
         self.tab.seq = action.seq
         self.tab.rev = action.rev
         self.tab.streams.clear()
+        self.tab.blocks.clear()
         await self.push_changes(resync=True)
 
     async def do_send(self, action: inbound.Send) -> None:
@@ -224,6 +225,15 @@ class ConversationConsumer(GroupSocket):
             await self.push_changes()
         frame = self.tab.apply_delta(
             event["message"], event.get("channel", "text"), event["offset"], event["text"]
+        )
+        if frame:
+            await self.send(text_data=frame)
+
+    async def reply_markdown(self, event: dict[str, Any]) -> None:
+        if self.tab.needs_refresh(event["message"]):
+            await self.push_changes()
+        frame = self.tab.apply_markdown(
+            event["message"], event["first"], event["blocks"], event["open"], event["chars"]
         )
         if frame:
             await self.send(text_data=frame)

@@ -52,9 +52,9 @@ FRAGMENTS = [
     *HOSTILE,
 ]
 
-markdownish = st.lists(
-    st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=4)), max_size=30
-).map("".join)
+markdownish = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=4)), max_size=30).map(
+    "".join
+)
 
 VOID = {"br", "hr", "img", "input"}
 

@@ -148,6 +148,7 @@ class ConversationConsumer(GroupSocket):
     async def do_sync(self, action: inbound.Sync) -> None:
         self.tab.seq = action.seq
         self.tab.rev = action.rev
+        self.tab.synced = True
         self.tab.streams.clear()
         self.tab.blocks.clear()
         await self.push_changes(resync=True)
@@ -208,6 +209,8 @@ class ConversationConsumer(GroupSocket):
     # --- from the channel layer ------------------------------------------------------------
 
     async def push_changes(self, *, resync: bool = False) -> None:
+        if not (resync or self.tab.synced):
+            return  # a doorbell before the page's sync: the sync answers with all of it
         changes = await db(thread.changes_since)(
             self.conversation_id, self.tab.seq, self.tab.rev, resync=resync
         )

@@ -21,6 +21,7 @@ from chat.sockets import outbound
 class TabState:
     seq: int = 0
     rev: int = 0
+    synced: bool = False  # the page reported its cursor: before that, nothing can be placed
     # (message id, "text" | "thinking") -> characters delivered, for replies still streaming
     streams: dict[tuple[int, str], int] = field(default_factory=dict)
     blocks: dict[int, int] = field(default_factory=dict)  # message id -> finished blocks shown

@@ -176,3 +176,19 @@ async def test_it_streams_thinking_to_a_tab_that_joins_mid_reply_without_gaps(
     thought = "".join(b["thinking"] for b in reply.content if b["type"] == "thinking")
     assert thought and reply.status == Message.Status.COMPLETE
     assert any("thinking-text" in f for f in frames)
+
+
+async def test_it_places_nothing_before_the_page_reports_its_cursor(
+    connect: Any, owner: Any, conversation: Any
+) -> None:
+    """A doorbell or a live frame that comes before the page's sync would be placed against
+    an empty cursor and append the whole thread again to a page that has it."""
+    from chat.services.messages import post_user_message
+
+    socket = await connect(owner, conversation.pk, sync=False)
+    await db(post_user_message)(conversation.pk, "reply with exactly: early bird")
+    await engine.idle()
+    assert await socket.receive_nothing(timeout=0.3)
+    await socket.send_json_to({"type": "sync", "seq": 0, "rev": 0})
+    frames = await frames_until(socket, lambda f: "sync-cursor" in f)
+    assert sum(f.count('<article id="msg-') for f in frames) == 2  # once each, prompt and reply

@@ -41,7 +41,8 @@ RECORDER = """() => {
         walk(child);
       }
     })(body);
-    return {items: items, height: body.getBoundingClientRect().height};
+    const article = body.closest('article').getBoundingClientRect().top;
+    return {items: items, height: body.getBoundingClientRect().height, offset: top - article};
   }
   document.addEventListener('htmx:wsBeforeMessage', () => {
     const body = document.querySelector('.status-streaming .stream');
@@ -63,6 +64,7 @@ def _same_layout(before: dict[str, Any], after: dict[str, Any]) -> None:
     ):
         assert all(abs(a - b) < 1 for a, b in zip(box_before, box_after, strict=True)), tag
     assert abs(before["height"] - after["height"]) < 1
+    assert abs(before["offset"] - after["offset"]) < 1  # the text does not move in the reply
 
 
 def test_markdown_streams_as_it_arrives_and_ends_without_a_jump(new_page: Any) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,12 @@ class Counters:
     deltas_in: int = 0
     frames_out: int = 0
 
+
+# A frame re-sends the open Markdown block: one longer than 4 KB (a big code block being
+# written) is sent less often, so that no more than 64 KB a second go to each tab.
+OPEN_BLOCK_FREE_BYTES = 4096
+OPEN_BLOCK_BYTES_PER_SECOND = 64_000
+clock = time.monotonic  # (tests swap it, leaving the event loop's clock alone)
 
 # (message id, counters) of the last replies this process streamed, newest last; for benchmarks.
 recent_counters: deque[tuple[int, Counters]] = deque(maxlen=100)
@@ -40,6 +47,8 @@ class ReplyBroadcaster:
     _sent: dict[str, int] = field(default_factory=lambda: {"text": 0, "thinking": 0})
     _text: str = ""  # the reply's text so far, as sent
     _markdown: markdown_stream.Progress = field(default_factory=markdown_stream.Progress)
+    _open_size: int = 0  # bytes of the open block last sent
+    _text_sent_at: float = 0.0  # clock() of that frame
     _tool_inputs: dict[int, dict[str, Any]] = field(default_factory=dict)
     _ticker: asyncio.Task[None] | None = None
     _first_sent: bool = False
@@ -56,7 +65,7 @@ class ReplyBroadcaster:
         if self._ticker is not None:
             self._ticker.cancel()
             await asyncio.gather(self._ticker, return_exceptions=True)
-        await self.flush()
+        await self.flush(force=True)
         recent_counters.append((self.message_id, self.counters))
 
     async def text(self, delta: str) -> None:
@@ -93,7 +102,7 @@ class ReplyBroadcaster:
         takes the whole text (``text`` is the runner's copy of what the frames carry).
         """
         async with self._lock:
-            await self._flush_pending()
+            await self._flush_pending(force=True)
             await self._send(
                 {
                     "type": "reply.snapshot",
@@ -103,13 +112,13 @@ class ReplyBroadcaster:
                 }
             )
 
-    async def flush(self) -> None:
+    async def flush(self, *, force: bool = False) -> None:
         async with self._lock:
-            await self._flush_pending()
+            await self._flush_pending(force=force)
 
-    async def _flush_pending(self) -> None:
+    async def _flush_pending(self, *, force: bool) -> None:
         for channel, pending in self._pending.items():
-            if not pending:
+            if not pending or (channel == "text" and not force and self._text_throttled()):
                 continue
             chunk = "".join(pending)
             pending.clear()
@@ -131,12 +140,18 @@ class ReplyBroadcaster:
             await self._send({"type": "reply.tool_input", "message": self.message_id, **item})
         self._tool_inputs.clear()
 
+    def _text_throttled(self) -> bool:
+        if self._open_size <= OPEN_BLOCK_FREE_BYTES:
+            return False
+        return clock() < self._text_sent_at + self._open_size / OPEN_BLOCK_BYTES_PER_SECOND
+
     async def _send_markdown(self, chunk: str) -> None:
         """The blocks finished since the last frame and the open block, rendered once."""
         self._text += chunk
         first = self._markdown.blocks
         step = markdown_stream.step(self._text, self._markdown)
         self._markdown = step.progress
+        self._open_size, self._text_sent_at = len(step.open_html.encode()), clock()
         await self._send(
             {
                 "type": "reply.markdown",

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from channels.layers import get_channel_layer
 
-from chat.runtime import events
+from chat.runtime import broadcast, events
 from chat.runtime.broadcast import ReplyBroadcaster
 
 
@@ -117,3 +117,25 @@ async def test_it_ticks_on_its_own_and_flushes_what_is_left_on_close(listener: A
     await reply.close()
     sent = await listener()
     assert len(sent) >= 2 and sent[-1]["open"] == "<p>abc</p>\n"
+
+
+async def test_a_long_open_block_is_sent_less_often_and_all_of_it_at_the_end(
+    listener: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [100.0]
+    monkeypatch.setattr(broadcast, "clock", lambda: now[0])
+    reply = ReplyBroadcaster(conversation_id=5, message_id=9, interval_s=60)
+    code = "".join(f"line = {n}\n" for n in range(2000))  # about 26 KB of open code block
+    await reply.text("```\n" + code)  # the first frame goes at once
+    await reply.text("more = 1\n")
+    now[0] += 0.3
+    await reply.flush()  # 26 KB at 64 KB/s: not before 0.4 s
+    assert len(await listener()) == 1
+    now[0] += 0.2
+    await reply.flush()
+    [second] = await listener()
+    assert second["open"].endswith("more = 1\n</code></pre>\n")
+    await reply.text("last = 2\n")
+    await reply.close()  # whatever is held back goes at the end
+    [last] = await listener()
+    assert last["open"].endswith("last = 2\n</code></pre>\n")

@@ -8,8 +8,12 @@ from typing import Any
 import nh3
 from markdown_it import MarkdownIt
 
-_md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(
-    ["table", "strikethrough"]
+# Reference-style link definitions are off: one written at the end of a reply would change
+# blocks that chat.markdown_stream has already sent while it streamed.
+_md = (
+    MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    .enable(["table", "strikethrough"])
+    .disable("reference")
 )
 
 ALLOWED_TAGS = {
@@ -49,9 +53,13 @@ ALLOWED_ATTRIBUTES = {
 }
 
 
-def markdown_to_html(text: str) -> str:
-    """Safe HTML for a finished message: no scripts, no handlers, only web and mail links."""
-    html = _md.render(text)
+def parser() -> MarkdownIt:
+    """The one Markdown parser (CommonMark, tables, strikethrough, HTML input off)."""
+    return _md
+
+
+def sanitize(html: str) -> str:
+    """Rendered Markdown made safe by nh3: no scripts, no handlers, only web and mail links."""
     return nh3.clean(
         html,
         tags=ALLOWED_TAGS,
@@ -61,6 +69,11 @@ def markdown_to_html(text: str) -> str:
         set_tag_attribute_values={"a": {"target": "_blank"}},
         strip_comments=True,
     )
+
+
+def markdown_to_html(text: str) -> str:
+    """Safe HTML for a finished message (the same as its blocks streamed, chat.markdown_stream)."""
+    return sanitize(_md.render(text))
 
 
 def pretty_json(value: Any) -> str:

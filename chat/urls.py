@@ -13,4 +13,6 @@ urlpatterns = [
     path("conversations/<int:conversation_id>/rename/", views.rename, name="rename"),
     path("conversations/<int:conversation_id>/delete/", views.delete, name="delete"),
     path("conversations/<int:conversation_id>/settings/", views.update_settings, name="settings"),
+    path("conversations/<int:conversation_id>/export/", views.export_conversation, name="export"),
+    path("search/", views.search_page, name="search"),
 ]

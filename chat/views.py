@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages as flash
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_POST
 
-from chat.queries import access, sidebar, thread, usage
+from chat.queries import access, export, search, sidebar, thread, usage
 from chat.services import conversations
 from chat.services.errors import UserInputError
 
@@ -77,3 +78,38 @@ def update_settings(request: HttpRequest, conversation_id: int) -> HttpResponse:
     except UserInputError as exc:
         flash.error(request, str(exc))
     return redirect(conversation)
+
+
+@require_GET
+def search_page(request: HttpRequest) -> HttpResponse:
+    query = request.GET.get("q", "").strip()[: search.MAX_QUERY_CHARS]
+    hits = search.search(_user_id(request), query) if query else []
+    return render(
+        request,
+        "chat/search.html",
+        {
+            "query": query,
+            "search_query": query,
+            "hits": hits,
+            **sidebar.context(_user_id(request)),
+        },
+    )
+
+
+@require_GET
+def export_conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    """The transcript as Markdown (the default) or, with ``?format=json``, as stored."""
+    conversation = access.get_owned_or_404(request.user, conversation_id)
+    response: HttpResponse
+    if request.GET.get("format") == "json":
+        response = JsonResponse(
+            export.as_json(conversation), json_dumps_params={"ensure_ascii": False, "indent": 2}
+        )
+        name = export.filename(conversation, "json")
+    else:
+        response = HttpResponse(
+            export.markdown(conversation), content_type="text/markdown; charset=utf-8"
+        )
+        name = export.filename(conversation, "md")
+    response["Content-Disposition"] = content_disposition_header(True, name)
+    return response

@@ -160,7 +160,9 @@ class ConversationConsumer(GroupSocket):
     async def do_sync(self, action: inbound.Sync) -> None:
         self.tab.seq = action.seq
         self.tab.rev = action.rev
+        self.tab.synced = True
         self.tab.streams.clear()
+        self.tab.blocks.clear()
         await self.push_changes(resync=True)
 
     async def do_send(self, action: inbound.Send) -> None:
@@ -220,6 +222,8 @@ class ConversationConsumer(GroupSocket):
     # --- from the channel layer ------------------------------------------------------------
 
     async def push_changes(self, *, resync: bool = False) -> None:
+        if not (resync or self.tab.synced):
+            return  # a doorbell before the page's sync: the sync answers with all of it
         shared = await fanout.changes_since(
             self.conversation_id, self.tab.seq, self.tab.rev, resync=resync
         )
@@ -237,6 +241,15 @@ class ConversationConsumer(GroupSocket):
             await self.push_changes()
         frame = self.tab.apply_delta(
             event["message"], event.get("channel", "text"), event["offset"], event["text"]
+        )
+        if frame:
+            await self.send(text_data=frame)
+
+    async def reply_markdown(self, event: dict[str, Any]) -> None:
+        if self.tab.needs_refresh(event["message"]):
+            await self.push_changes()
+        frame = self.tab.apply_markdown(
+            event["message"], event["first"], event["blocks"], event["open"], event["chars"]
         )
         if frame:
             await self.send(text_data=frame)

@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from django.template.loader import render_to_string
 from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 from chat.models import ToolPair
 from chat.queries import sidebar
@@ -38,7 +39,7 @@ def replace_card(pair: ToolPair) -> str:
     return _render("tool_card", pair=pair, oob=True)
 
 
-STREAM_TARGETS = {"text": "msg-{}-stream", "thinking": "msg-{}-thinking-text"}
+STREAM_TARGETS = {"thinking": "msg-{}-thinking-text"}  # text streams as Markdown frames
 STREAM_PARTIALS = {"text": "stream_text", "thinking": "thinking_text"}
 
 
@@ -50,6 +51,17 @@ def append_card(pair: ToolPair, *, remove_live: bool) -> str:
         message_id=pair.message_id,
         index=pair.block_index,
         remove_live=remove_live,
+    )
+
+
+def markdown_frame(message_id: int, blocks: list[str], open_html: str) -> str:
+    """Finished Markdown blocks go before the open block, which is replaced. Both come
+    sanitized from ``chat.markdown_stream`` (rendered once for every tab of the group)."""
+    return _render(
+        "markdown_frame",
+        message_id=message_id,
+        blocks=mark_safe("".join(blocks)),  # noqa: S308 - sanitized by nh3
+        open_html=mark_safe(open_html),  # noqa: S308 - sanitized by nh3
     )
 
 

@@ -3,12 +3,15 @@
 A tab reports its cursor (highest seq, highest rev) when its socket opens; from then on the
 consumer keeps it: new messages are appended, changed ones replaced, and streamed text is
 tracked by character offset so that deltas, snapshots and resyncs never double or drop text.
+A reply's text streams as Markdown blocks (``chat.markdown_stream``): the tab also keeps how
+many finished blocks it shows, so a frame appends exactly the ones it lacks.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from chat import markdown_stream
 from chat.models import Message, ToolPair
 from chat.queries.thread import Changes
 from chat.sockets import outbound
@@ -18,8 +21,10 @@ from chat.sockets import outbound
 class TabState:
     seq: int = 0
     rev: int = 0
+    synced: bool = False  # the page reported its cursor: before that, nothing can be placed
     # (message id, "text" | "thinking") -> characters delivered, for replies still streaming
     streams: dict[tuple[int, str], int] = field(default_factory=dict)
+    blocks: dict[int, int] = field(default_factory=dict)  # message id -> finished blocks shown
     known: set[int] = field(default_factory=set)  # message ids the tab has
     live_tools: set[tuple[int, int]] = field(default_factory=set)  # (message id, block index)
     pairs: set[int] = field(default_factory=set)  # tool pair ids rendered in streaming replies
@@ -46,11 +51,12 @@ class TabState:
             self.live_tools = {k for k in self.live_tools if k[0] != view.id}
             if view.message.status == Message.Status.STREAMING:
                 self.pairs.update(p.pk for p in view.pairs)
-                self.streams[(view.id, "text")] = len(view.live_text or "")
+                self._shows_text(view.id, view.live_text or "")
                 self.streams[(view.id, "thinking")] = len(view.live_thinking or "")
             else:
                 self.streams.pop((view.id, "text"), None)
                 self.streams.pop((view.id, "thinking"), None)
+                self.blocks.pop(view.id, None)
         for pair in changes.pairs:
             out.append(self._card(pair))
         if changes.rev > self.rev or not out:
@@ -76,7 +82,7 @@ class TabState:
     def apply_delta(self, message_id: int, channel: str, offset: int, text: str) -> str | None:
         """The part of a delta the tab lacks; None if it has it, or cannot place it yet."""
         delivered = self.streams.get((message_id, channel))
-        if delivered is None:
+        if delivered is None or channel not in outbound.STREAM_TARGETS:
             return None
         end = offset + len(text)
         if end <= delivered or offset > delivered:
@@ -84,13 +90,37 @@ class TabState:
         self.streams[(message_id, channel)] = end
         return outbound.delta(message_id, channel, text[delivered - offset :])
 
+    def _shows_text(self, message_id: int, text: str) -> None:
+        """The tab was sent the whole streamed text, rendered as ``markdown_stream.render``."""
+        self.streams[(message_id, "text")] = len(text)
+        self.blocks[message_id] = len(markdown_stream.render(text).blocks)
+
+    def apply_markdown(
+        self, message_id: int, first: int, blocks: list[str], open_html: str, chars: int
+    ) -> str | None:
+        """Markdown blocks ``first``.. finished, and the open block, of a reply's first
+        ``chars`` characters: the blocks the tab lacks and the open block, or None if the tab
+        has all of it or cannot place it (a gap the next snapshot fills)."""
+        delivered = self.streams.get((message_id, "text"))
+        shown = self.blocks.get(message_id)
+        if delivered is None or shown is None or chars <= delivered:
+            return None
+        if not first <= shown <= first + len(blocks):
+            return None
+        self.streams[(message_id, "text")] = chars
+        self.blocks[message_id] = first + len(blocks)
+        return outbound.markdown_frame(message_id, blocks[shown - first :], open_html)
+
     def apply_snapshot(self, message_id: int, texts: dict[str, str]) -> str | None:
         out = []
         for channel, text in texts.items():
             delivered = self.streams.get((message_id, channel))
             if delivered is None or len(text) <= delivered:
                 continue
-            self.streams[(message_id, channel)] = len(text)
+            if channel == "text":
+                self._shows_text(message_id, text)
+            else:
+                self.streams[(message_id, channel)] = len(text)
             out.append(outbound.replace_stream(message_id, channel, text))
         return "".join(out) or None
 

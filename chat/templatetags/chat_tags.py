@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
-from chat import rendering
+from chat import markdown_stream, rendering
 from chat.billing.pricing import TokenCounts, counts_from_usage
 
 register = template.Library()
@@ -16,6 +17,22 @@ register = template.Library()
 def markdown(text: str) -> SafeString:
     """Markdown rendered and sanitized by nh3: safe to insert as HTML."""
     return mark_safe(rendering.markdown_to_html(text))  # noqa: S308 - sanitized by nh3
+
+
+@dataclass(frozen=True)
+class _SafeStream:
+    finished_html: SafeString
+    open_html: SafeString
+
+
+@register.filter
+def stream_markdown(text: str | None) -> _SafeStream:
+    """A streaming reply's text as its tabs show it: finished blocks, then the open block."""
+    render = markdown_stream.render(text or "")
+    return _SafeStream(
+        mark_safe(render.finished_html),  # noqa: S308 - sanitized by nh3
+        mark_safe(render.open_html),  # noqa: S308 - sanitized by nh3
+    )
 
 
 @register.filter

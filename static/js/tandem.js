@@ -255,12 +255,55 @@
 
   document.addEventListener("htmx:wsAfterMessage", function (evt) {
     answerPending(String(evt.detail.message || ""));
+    addCopyButtons();
     restoreOpen();
     restoreFocus(focused);
     focused = null;
     tick();
     if (stick) window.scrollTo(0, document.body.scrollHeight);
   });
+
+  // --- a Copy button on each code block of a reply (added here: Markdown carries no markup
+  // of ours, and the CSP allows no inline handler) -----------------------------------------
+
+  function addCopyButtons() {
+    document.querySelectorAll(".msg .markdown pre:not([data-copy])").forEach(function (pre) {
+      pre.dataset.copy = "";
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "copy-code";
+      button.textContent = "Copy";
+      button.setAttribute("aria-label", "Copy code");
+      pre.prepend(button);
+    });
+  }
+
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+    var box = document.createElement("textarea");
+    box.value = text;
+    box.setAttribute("readonly", "");
+    box.style.position = "fixed";
+    box.style.opacity = "0";
+    document.body.append(box);
+    box.select();
+    var ok = document.execCommand("copy");
+    box.remove();
+    return ok ? Promise.resolve() : Promise.reject(new Error("copy refused"));
+  }
+
+  document.addEventListener("click", function (evt) {
+    var button = evt.target.closest ? evt.target.closest("button.copy-code") : null;
+    if (!button) return;
+    var code = button.parentElement.querySelector("code") || button.parentElement;
+    copyText(code.textContent).then(
+      function () { button.textContent = "Copied"; },
+      function () { button.textContent = "Copy failed"; }
+    );
+    setTimeout(function () { button.textContent = "Copy"; }, 1500);
+  });
+
+  document.addEventListener("htmx:afterSettle", addCopyButtons);
 
   // --- the composer: Enter sends, Shift+Enter breaks the line, the box grows -------------
 
@@ -304,6 +347,7 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     tick();
+    addCopyButtons();
     window.scrollTo(0, document.body.scrollHeight);
     // Ready to type on a desktop; on a touch screen this would pop the keyboard up.
     var box = document.getElementById("message-input");

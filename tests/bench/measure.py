@@ -21,8 +21,19 @@ from django.db import connection as db_connection
 from django.db.backends.signals import connection_created
 
 _ARTICLE = re.compile(r'<article id="msg-(\d+)" class="msg role-(\w+) kind-(\w+) status-(\w+)')
-_DELTA = re.compile(r'<span hx-swap-oob="beforeend:#msg-(\d+)-stream">(.*?)</span>', re.S)
-_STREAM = re.compile(r'<span id="msg-(\d+)-stream" class="stream"[^>]*>([^<]*)</span>')
+# A reply streams as Markdown (chat.markdown_stream): the whole stream element (a bubble, a
+# snapshot), or a live frame of blocks added before the open block and the open block anew.
+# Markdown holds no <div>, so the first </div> after it ends it.
+_STREAM = re.compile(
+    r'<div id="msg-(\d+)-stream" class="body markdown stream"[^>]*>(.*?)'
+    r'<div id="msg-\1-open" class="stream-open">(.*?)</div></div>',
+    re.S,
+)
+_ADDED = re.compile(r'<div hx-swap-oob="beforebegin:#msg-(\d+)-open">(.*?)</div>', re.S)
+_OPEN = re.compile(
+    r'<div id="msg-(\d+)-open" class="stream-open" hx-swap-oob="true">(.*?)</div>', re.S
+)
+_TAG = re.compile(r"<[^>]+>")
 _ERROR = re.compile(r'<div id="composer-error"[^>]*>(.*?)</div>', re.S)
 
 
@@ -39,21 +50,32 @@ class Frame:
     """What one WebSocket frame carries, as far as the benchmarks care."""
 
     articles: list[Article] = field(default_factory=list)
-    deltas: list[tuple[int, str]] = field(default_factory=list)  # (message id, text)
-    snapshots: list[tuple[int, str]] = field(default_factory=list)  # whole streamed text
+    # (message id, text of the finished blocks, text of the open block): a whole stream
+    streams: list[tuple[int, str, str]] = field(default_factory=list)
+    # (message id, text of the blocks added, text of the open block): a live Markdown frame
+    markdown: list[tuple[int, str, str]] = field(default_factory=list)
     error: str | None = None
 
     @property
     def text_ids(self) -> set[int]:
-        """Messages this frame shows streamed text for (a delta, or a bubble with text)."""
-        return {m for m, _ in self.deltas} | {m for m, text in self.snapshots if text.strip()}
+        """Messages this frame shows streamed text for (a live frame, or a bubble with text)."""
+        return {m for m, *_ in self.markdown} | {
+            m for m, done, open_text in self.streams if (done + open_text).strip()
+        }
+
+
+def text_of(markup: str) -> str:
+    """The text a piece of (sanitized, tag-balanced) HTML shows."""
+    return html.unescape(_TAG.sub("", markup))
 
 
 def parse(raw: str) -> Frame:
+    opens = {int(i): text_of(t) for i, t in _OPEN.findall(raw)}
+    added = {int(i): text_of(t) for i, t in _ADDED.findall(raw)}
     frame = Frame(
         articles=[Article(int(i), r, k, s) for i, r, k, s in _ARTICLE.findall(raw)],
-        deltas=[(int(i), html.unescape(t)) for i, t in _DELTA.findall(raw)],
-        snapshots=[(int(i), html.unescape(t)) for i, t in _STREAM.findall(raw)],
+        streams=[(int(i), text_of(d), text_of(o)) for i, d, o in _STREAM.findall(raw)],
+        markdown=[(m, added.get(m, ""), text) for m, text in opens.items()],
     )
     error = _ERROR.search(raw)
     if error is not None:

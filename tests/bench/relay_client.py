@@ -159,12 +159,12 @@ class Session:
             ):
                 self._by_id[article.id] = current
                 self._assigned = True
-        for message_id, text in frame.snapshots:
+        for message_id, finished, open_text in frame.streams:
             if message_id in self._by_id:
-                self._by_id[message_id].snapshot(text, at)
-        for message_id, text in frame.deltas:
+                self._by_id[message_id].stream(finished, open_text, at)
+        for message_id, added, open_text in frame.markdown:
             if message_id in self._by_id:
-                self._by_id[message_id].delta(text, at)
+                self._by_id[message_id].markdown(added, open_text, at)
         for article in frame.articles:
             trace = self._by_id.get(article.id)
             if trace is not None and article.status in DONE and trace.final is None:

@@ -56,6 +56,7 @@ class ReplyTrace:
     emitted_us: dict[int, int] = field(default_factory=dict)
     first_text_ns: int | None = None
     frames: int = 0
+    _blocks: str = ""  # the text of the finished Markdown blocks the tab shows
 
     def _saw(self, text: str, now_ns: int) -> None:
         for index, emitted in parse_tokens(text):
@@ -71,6 +72,17 @@ class ReplyTrace:
     def snapshot(self, text: str, now_ns: int) -> None:
         self.live = text
         self._saw(text, now_ns)
+
+    def stream(self, finished: str, open_text: str, now_ns: int) -> None:
+        """The whole stream element (Markdown): its finished blocks and its open block."""
+        self._blocks = finished
+        self.snapshot(finished + open_text, now_ns)
+
+    def markdown(self, added: str, open_text: str, now_ns: int) -> None:
+        """A live Markdown frame: blocks appended, the open block replaced."""
+        self._blocks += added
+        self.live = self._blocks + open_text
+        self._saw(added + open_text, now_ns)
 
     def finished(self, text: str, now_ns: int) -> None:
         self.final = text

@@ -117,7 +117,13 @@ def install_counters() -> None:
     ConversationListConsumer.convlist_changed = convlist_changed  # type: ignore[method-assign]
 
 
-LIVE_EVENTS = {"reply.delta", "reply.snapshot", "reply.tool_input", "tool.progress"}
+LIVE_EVENTS = {
+    "reply.delta",
+    "reply.markdown",
+    "reply.snapshot",
+    "reply.tool_input",
+    "tool.progress",
+}
 EXPERIMENT_ENV = "BENCH_EXPERIMENT"
 
 

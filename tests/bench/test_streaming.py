@@ -13,8 +13,9 @@ import pytest
 
 from chat.modelapi import client as model_client
 from chat.models import Message
+from chat.rendering import markdown_to_html
 from chat.runtime import broadcast, engine
-from tests.bench.measure import count_writes, parse
+from tests.bench.measure import count_writes, parse, text_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -41,9 +42,14 @@ async def test_it_reports_frames_and_writes_for_one_long_reply(
     assert reply is not None and reply.status == Message.Status.COMPLETE
 
     counters = dict(broadcast.recent_counters)[reply.pk]
-    deltas = [(t, text) for t, raw in received for m, text in parse(raw).deltas if m == reply.pk]
-    snapshot_frames = sum(  # replace_stream frames (an appended bubble has a stream span too)
-        raw.startswith(f'<span id="msg-{reply.pk}-stream"') for _, raw in received
+    deltas = [  # live Markdown frames: the text of the blocks added and of the open block
+        (t, added + open_text)
+        for t, raw in received
+        for m, added, open_text in parse(raw).markdown
+        if m == reply.pk
+    ]
+    snapshot_frames = sum(  # replace_stream frames (an appended bubble has a stream too)
+        raw.startswith(f'<div id="msg-{reply.pk}-stream"') for _, raw in received
     )
     sizes = [len(text) for _, text in deltas]
     gaps_ms = [1000 * (b - a) for (a, _), (b, _) in itertools.pairwise(deltas)]
@@ -58,7 +64,7 @@ async def test_it_reports_frames_and_writes_for_one_long_reply(
         f"frames published to the group:    {counters.frames_out} "
         f"(the socket got {len(deltas)} delta frames and {snapshot_frames} snapshot frames)\n"
         f"deltas per frame: {counters.deltas_in / max(1, counters.frames_out):.1f}; "
-        f"chars per delta frame: mean {sum(sizes) / len(sizes):.1f}, min {min(sizes)}, "
+        f"text chars per frame: mean {sum(sizes) / len(sizes):.1f}, min {min(sizes)}, "
         f"max {max(sizes)}; mean gap between delta frames "
         f"{sum(gaps_ms) / max(1, len(gaps_ms)):.1f} ms\n"
         f"first-delta latency (send -> first text frame at the socket): "
@@ -69,21 +75,23 @@ async def test_it_reports_frames_and_writes_for_one_long_reply(
         f"statements ({writes.report()}); {message_writes} of them on chat_message"
     )
     # Sanity, not targets: the text arrived whole, coalesced, and was not written per token.
-    assert _streamed_text(received, reply.pk) == reply.text
+    assert _streamed_text(received, reply.pk) == text_of(markdown_to_html(reply.text))
     assert counters.frames_out < counters.deltas_in
     assert message_writes < counters.deltas_in / 10
 
 
 def _streamed_text(received: list[tuple[float, str]], message_id: int) -> str:
     """The bubble's text as a tab would have built it from these frames."""
-    text = ""
+    finished = open_text = ""
     for _, raw in received:
         frame = parse(raw)
-        for m, whole in frame.snapshots:
+        for m, done, opened in frame.streams:
+            if m == message_id:  # an appended bubble, or a snapshot replacing it
+                finished, open_text = done, opened
+        for m, added, opened in frame.markdown:
             if m == message_id:
-                text = whole  # an appended bubble, or a snapshot replacing it
-        text += "".join(piece for m, piece in frame.deltas if m == message_id)
-    return text
+                finished, open_text = finished + added, opened
+    return finished + open_text
 
 
 async def _first_delta_of_a_short_reply(socket: Any) -> float:

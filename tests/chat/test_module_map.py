@@ -36,6 +36,7 @@ OPEN_TO_ALL = (
     "chat.billing",
     "chat.services.errors",
     "chat.rendering",
+    "chat.markdown_stream",
 )
 
 

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chat.rendering import markdown_to_html, pretty_json, result_text
+from chat import markdown_stream
+from chat.rendering import ALLOWED_TAGS, markdown_to_html, pretty_json, result_text
 from chat.sockets import outbound
 from tests.security.inert import dangers, elements
 
@@ -105,21 +106,29 @@ def test_it_renders_any_mix_of_hostile_fragments_inert(text: str) -> None:
 
 
 @pytest.mark.parametrize("text", HOSTILE)
-def test_it_escapes_streamed_deltas_and_snapshots(text: str) -> None:
-    for html in (
-        outbound.delta(3, "text", text),
-        outbound.replace_stream(3, "text", text),
-        outbound.delta(3, "thinking", text),
-        outbound.replace_stream(3, "thinking", text),
-    ):
+def test_it_escapes_streamed_thinking(text: str) -> None:
+    for html in (outbound.delta(3, "thinking", text), outbound.replace_stream(3, "thinking", text)):
         assert [tag for tag, _ in elements(html)] in (["span"], ["div"])
         assert dangers(html) == []
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_it_sanitizes_streamed_markdown_cut_anywhere(text: str) -> None:
+    for cut in range(len(text) + 1):
+        step = markdown_stream.step(text[:cut], markdown_stream.Progress())
+        for html in (
+            outbound.replace_stream(3, "text", text[:cut]),
+            outbound.markdown_frame(3, list(step.new_blocks), step.open_html),
+        ):
+            assert dangers(html) == []
+            assert all(tag == "div" or tag in ALLOWED_TAGS for tag, _ in elements(html))
 
 
 def test_it_keeps_a_tag_split_across_deltas_inert() -> None:
     text = "<img src=x onerror=alert(1)><script>alert(2)</script>"
     for cut in range(1, len(text)):
-        for html in (outbound.delta(3, "text", text[:cut]), outbound.delta(3, "text", text[cut:])):
+        for piece in (text[:cut], text[cut:]):
+            html = outbound.delta(3, "thinking", piece)
             assert [tag for tag, _ in elements(html)] == ["span"]
 
 

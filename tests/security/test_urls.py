@@ -15,7 +15,7 @@ from tests.security.sockets import foreign_rows
 
 pytestmark = pytest.mark.django_db
 
-CHAT_URLS = {"index", "new", "conversation", "rename", "delete", "settings"}
+CHAT_URLS = {"index", "new", "conversation", "rename", "delete", "settings", "export", "search"}
 POSTS = {
     "rename": {"title": "Pwned"},
     "delete": {},
@@ -35,9 +35,9 @@ def test_it_covers_every_chat_url() -> None:
     assert {p.name for p in get_resolver("chat.urls").url_patterns} == CHAT_URLS
 
 
-@pytest.mark.parametrize("name", ["index", "new", "conversation", "rename", "delete", "settings"])
+@pytest.mark.parametrize("name", sorted(CHAT_URLS))
 def test_it_sends_an_anonymous_visitor_to_log_in(name: str, conversation: Conversation) -> None:
-    args = [] if name in {"index", "new"} else [conversation.pk]
+    args = [] if name in {"index", "new", "search"} else [conversation.pk]
     url = reverse(f"chat:{name}", args=args)
     response = Client().post(url) if name in {"new", *POSTS} else Client().get(url)
     assert response.status_code == 302
@@ -67,10 +67,25 @@ def test_it_answers_404_for_anothers_conversation_as_for_a_missing_one(
     persona: str, request: pytest.FixtureRequest, conversation: Conversation
 ) -> None:
     browser = as_user(request.getfixturevalue(persona))
-    theirs = browser.get(reverse("chat:conversation", args=[conversation.pk]))
-    missing = browser.get(reverse("chat:conversation", args=[conversation.pk + 1000]))
-    assert theirs.status_code == missing.status_code == 404
-    assert theirs.content == missing.content
+    for name in ("conversation", "export"):
+        theirs = browser.get(reverse(f"chat:{name}", args=[conversation.pk]))
+        missing = browser.get(reverse(f"chat:{name}", args=[conversation.pk + 1000]))
+        assert theirs.status_code == missing.status_code == 404
+        assert theirs.content == missing.content
+
+
+def test_it_never_lists_anothers_conversation_in_search_results(
+    outsider: Any, conversation: Conversation
+) -> None:
+    Message.objects.create(
+        conversation=conversation,
+        seq=1,
+        role="user",
+        kind="prompt",
+        content=[{"type": "text", "text": "Test secret"}],
+    )
+    page = as_user(outsider).get(reverse("chat:search"), {"q": "Test secret"}).content.decode()
+    assert "0 results" in page and conversation.get_absolute_url() not in page
 
 
 @pytest.mark.parametrize("name", sorted(POSTS))

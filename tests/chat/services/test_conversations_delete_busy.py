@@ -17,6 +17,7 @@ from chat.models import Conversation, Message, ToolPair
 from chat.runtime import engine
 from chat.services import conversations, messages, pairing
 from chat.services.errors import ConversationGone
+from tests.chat.sockets.stream_dom import STREAM_FRAME
 from tests.conftest import frames_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,7 +37,7 @@ async def test_deleting_stops_the_stream_and_cancels_the_tool_without_errors(
     await frames_until(socket, lambda f: "status-running" in f)
     simulator().tokens_per_second = 20.0  # this reply would stream for many seconds
     await socket.send_json_to({"type": "send", "text": "meanwhile, write a long answer please"})
-    await frames_until(socket, lambda f: "beforeend:#msg-" in f and "-stream" in f)
+    await frames_until(socket, lambda f: STREAM_FRAME in f)
     assert engine.running_tools()
     with caplog.at_level(logging.INFO):
         started = time.monotonic()

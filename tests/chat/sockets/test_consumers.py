@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async as db
 
 from chat.models import Message
+from chat.rendering import markdown_to_html
 from chat.runtime import engine
+from tests.chat.sockets.stream_dom import STREAM_FRAME, StreamDom
 from tests.conftest import frames_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -22,14 +25,34 @@ async def test_it_streams_a_reply_to_every_socket_on_the_conversation(
     first = await connect(owner, conversation.pk)
     second = await connect(owner, conversation.pk)
     await first.send_json_to({"type": "send", "text": "Hello there, write a long answer"})
+    shown = []
     for socket in (first, second):
         frames = await frames_until(socket, lambda f: "kind-reply status-complete" in f)
-        deltas = [f for f in frames if "beforeend:#msg-" in f and "-stream" in f]
+        deltas = [f for f in frames if STREAM_FRAME in f]
         assert len(deltas) >= 2  # the reply arrived in pieces
+        shown.append(_replay(frames))
     await engine.idle()
     reply = await _reply(conversation)
     assert reply.status == Message.Status.COMPLETE
     assert len(reply.text) > 200
+    for dom in shown:  # as Markdown while it streamed, and it ended as it streamed
+        assert dom.final == markdown_to_html(reply.text) == dom.streamed_last
+
+
+def _replay(frames: list[str]) -> StreamDom:
+    """The tab's view of the reply, frame by frame: its finished blocks only ever grow
+    towards the final render, never doubled or dropped."""
+    message_id = int(re.findall(r'id="msg-(\d+)-stream"', "".join(frames))[0])
+    dom = StreamDom(message_id)
+    finished = []
+    for frame in frames:
+        dom.apply(frame)
+        if dom.final is not None:
+            break
+        finished.append(dom.blocks)
+    assert dom.final is not None
+    assert all(dom.final.startswith(blocks) for blocks in finished)
+    return dom
 
 
 async def test_it_refuses_an_outsider_with_4404(
@@ -73,14 +96,15 @@ async def test_it_catches_up_a_socket_that_joins_mid_stream(
     simulator().tokens_per_second = 200.0
     first = await connect(owner, conversation.pk)
     await first.send_json_to({"type": "send", "text": "write a long answer please"})
-    await frames_until(first, lambda f: "beforeend:#msg-" in f and "-stream" in f)
+    await frames_until(first, lambda f: STREAM_FRAME in f)
     late = await connect(owner, conversation.pk)
     frames = await frames_until(late, lambda f: "kind-reply status-complete" in f)
     await engine.idle()
     reply = await _reply(conversation)
-    # Whatever the late socket was sent of the stream adds up to a prefix of the final text.
+    # The late socket resynced mid-stream: no block lost or doubled, and it ended as it streamed.
     assert reply.status == Message.Status.COMPLETE
-    assert any(f"msg-{reply.pk}" in f for f in frames)
+    dom = _replay(frames)
+    assert dom.final == markdown_to_html(reply.text) == dom.streamed_last
 
 
 async def test_it_stops_a_streaming_reply_and_keeps_the_thread_valid(
@@ -91,7 +115,7 @@ async def test_it_stops_a_streaming_reply_and_keeps_the_thread_valid(
     simulator().tokens_per_second = 100.0
     socket = await connect(owner, conversation.pk)
     await socket.send_json_to({"type": "send", "text": "write a long answer please"})
-    await frames_until(socket, lambda f: "beforeend:#msg-" in f and "-stream" in f)
+    await frames_until(socket, lambda f: STREAM_FRAME in f)
     reply = await _reply(conversation)
     await socket.send_json_to({"type": "stop", "message": reply.pk})
     await frames_until(socket, lambda f: "kind-reply status-interrupted" in f)
@@ -152,3 +176,19 @@ async def test_it_streams_thinking_to_a_tab_that_joins_mid_reply_without_gaps(
     thought = "".join(b["thinking"] for b in reply.content if b["type"] == "thinking")
     assert thought and reply.status == Message.Status.COMPLETE
     assert any("thinking-text" in f for f in frames)
+
+
+async def test_it_places_nothing_before_the_page_reports_its_cursor(
+    connect: Any, owner: Any, conversation: Any
+) -> None:
+    """A doorbell or a live frame that comes before the page's sync would be placed against
+    an empty cursor and append the whole thread again to a page that has it."""
+    from chat.services.messages import post_user_message
+
+    socket = await connect(owner, conversation.pk, sync=False)
+    await db(post_user_message)(conversation.pk, "reply with exactly: early bird")
+    await engine.idle()
+    assert await socket.receive_nothing(timeout=0.3)
+    await socket.send_json_to({"type": "sync", "seq": 0, "rev": 0})
+    frames = await frames_until(socket, lambda f: "sync-cursor" in f)
+    assert sum(f.count('<article id="msg-') for f in frames) == 2  # once each, prompt and reply

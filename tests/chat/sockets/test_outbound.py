@@ -17,12 +17,19 @@ HOSTILE = '<b>"x"\'&</b>'
 ESCAPED = "&lt;b&gt;&quot;x&quot;&#x27;&amp;&lt;/b&gt;"
 
 
-def test_it_pushes_a_delta_into_the_stream_of_its_channel() -> None:
-    assert outbound.delta(3, "text", HOSTILE) == (
-        f'<span hx-swap-oob="beforeend:#msg-3-stream">{ESCAPED}</span>'
+def test_it_pushes_a_thinking_delta_into_its_stream() -> None:
+    assert outbound.delta(3, "thinking", HOSTILE) == (
+        f'<span hx-swap-oob="beforeend:#msg-3-thinking-text">{ESCAPED}</span>'
     )
-    assert outbound.delta(3, "thinking", "a") == (
-        '<span hx-swap-oob="beforeend:#msg-3-thinking-text">a</span>'
+
+
+def test_it_pushes_markdown_blocks_before_the_open_block_and_replaces_that() -> None:
+    assert outbound.markdown_frame(3, ["<p>a</p>", "<p>b</p>"], "<ul><li>c</li></ul>") == (
+        '<div hx-swap-oob="beforebegin:#msg-3-open"><p>a</p><p>b</p></div>'
+        '<div id="msg-3-open" class="stream-open" hx-swap-oob="true"><ul><li>c</li></ul></div>'
+    )
+    assert outbound.markdown_frame(3, [], "") == (
+        '<div id="msg-3-open" class="stream-open" hx-swap-oob="true"></div>'
     )
 
 
@@ -40,8 +47,10 @@ def test_it_builds_a_delta_exactly_as_the_template_renders_it(
 
 
 def test_it_replaces_the_whole_stream_of_a_channel() -> None:
-    assert outbound.replace_stream(3, "text", HOSTILE) == (
-        f'<span id="msg-3-stream" class="stream" hx-swap-oob="true">{ESCAPED}</span>'
+    assert outbound.replace_stream(3, "text", "**a** <b>\n\nsecond\n") == (
+        '<div id="msg-3-stream" class="body markdown stream" hx-swap-oob="true">'
+        "<p><strong>a</strong> &lt;b&gt;</p>\n"
+        '<div id="msg-3-open" class="stream-open"><p>second</p>\n</div></div>'
     )
     assert outbound.replace_stream(3, "thinking", HOSTILE) == (
         f'<div id="msg-3-thinking-text" class="thinking-text" hx-swap-oob="true">{ESCAPED}</div>'

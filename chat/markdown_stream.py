@@ -1,0 +1,119 @@
+"""Markdown while it streams: finished blocks rendered once, the open block per frame. Pure.
+
+A reply's text so far is split into its top-level blocks (paragraphs, lists, tables, fenced
+code, ...). A block is *finished* once the next block has started on a complete line (one
+that ends in a newline): nothing written later can change it, so its sanitized HTML is sent
+once and kept. Everything from the first unfinished block on is the *open* part, re-rendered
+each frame: an unclosed fence is one open block, and a list or table stays open until a blank
+line and another block follow.
+
+Finished blocks are parsed once: each step parses only the text from the first unfinished
+block on, so the cost of a frame is bounded by the open part, not by the whole reply. The
+joined HTML of every block equals ``chat.rendering.markdown_to_html`` of the whole text (the
+renderer concatenates per token, and a top-level block parses the same alone), so a finished
+reply renders exactly as it streamed. Reference-style link definitions are off in both, since
+one written at the end would change blocks already sent.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from markdown_it.token import Token
+
+from chat.rendering import parser, sanitize
+
+_NEWLINES = re.compile(r"\r\n?")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What was already sent: how many finished blocks, and where the first open one starts."""
+
+    blocks: int = 0
+    offset: int = 0  # in the text with newlines normalized to "\n"
+
+
+@dataclass(frozen=True)
+class Step:
+    new_blocks: tuple[str, ...]  # sanitized HTML of the blocks finished since ``Progress``
+    open_html: str  # sanitized HTML of everything after the finished blocks
+    progress: Progress
+
+
+@dataclass(frozen=True)
+class StreamRender:
+    """The whole text so far, for a page load or a resync: as a tab shows it after every frame."""
+
+    blocks: tuple[str, ...]
+    open_html: str
+
+    @property
+    def finished_html(self) -> str:
+        return "".join(self.blocks)
+
+    @property
+    def html(self) -> str:
+        return self.finished_html + self.open_html
+
+
+def normalize(text: str) -> str:
+    return _NEWLINES.sub("\n", text)
+
+
+def _groups(tokens: list[Token]) -> list[tuple[int, int]]:
+    """(first, end) token indexes of each top-level block."""
+    groups = []
+    depth = 0
+    start = 0
+    for index, token in enumerate(tokens):
+        if depth == 0:
+            start = index
+        depth += token.nesting
+        if depth == 0:
+            groups.append((start, index + 1))
+    return groups
+
+
+def _line_offsets(text: str) -> list[int]:
+    """Where each line of ``text`` starts (markdown-it's line numbers)."""
+    offsets = [0]
+    index = text.find("\n")
+    while index >= 0:
+        offsets.append(index + 1)
+        index = text.find("\n", index + 1)
+    return offsets
+
+
+def _html(tokens: list[Token]) -> str:
+    md = parser()
+    return sanitize(md.renderer.render(tokens, md.options, {}))
+
+
+def step(text: str, sent: Progress) -> Step:
+    """The blocks of ``text`` finished since ``sent``, and the open part, each sanitized."""
+    tail = normalize(text)[sent.offset :]
+    tokens = parser().parse(tail)
+    groups = _groups(tokens)
+    lines = _line_offsets(tail)
+    complete_lines = len(lines) - 1  # the last "line" has no newline yet (maybe empty)
+    finished = 0
+    while finished + 1 < len(groups):
+        next_start = tokens[groups[finished + 1][0]].map
+        if next_start is None or next_start[0] >= complete_lines:
+            break
+        finished += 1
+    new_blocks = tuple(_html(tokens[a:b]) for a, b in groups[:finished])
+    open_html = _html(tokens[groups[finished][0] :]) if finished < len(groups) else ""
+    start = tokens[groups[finished][0]].map if finished else None
+    advance = lines[start[0]] if start is not None else 0  # checked above: not None
+    return Step(new_blocks, open_html, Progress(sent.blocks + finished, sent.offset + advance))
+
+
+@lru_cache(maxsize=64)
+def render(text: str) -> StreamRender:
+    """The whole streaming text at once (a page load, a resync, a tab that missed frames)."""
+    result = step(text, Progress())
+    return StreamRender(result.new_blocks, result.open_html)

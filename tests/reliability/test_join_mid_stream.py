@@ -78,14 +78,14 @@ class Tab:
         if self.reply_id is None:
             replies = [a.id for a in frame.articles if a.kind == "reply"]
             self.reply_id = replies[0] if replies else None
-        for message_id, text in frame.snapshots:
+        for message_id, finished, open_text in frame.streams:
             if message_id == self.reply_id:
                 if self.at_join is None:
-                    self.at_join = len(parse_tokens(text))
-                self.trace.snapshot(text, 0)
-        for message_id, text in frame.deltas:
+                    self.at_join = len(parse_tokens(finished + open_text))
+                self.trace.stream(finished, open_text, 0)
+        for message_id, added, open_text in frame.markdown:
             if message_id == self.reply_id:
-                self.trace.delta(text, 0)
+                self.trace.markdown(added, open_text, 0)
         if parse_tokens(self.trace.live):
             self.deltas.set()
         for article in frame.articles:

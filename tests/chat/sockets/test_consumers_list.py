@@ -47,6 +47,8 @@ async def test_a_burst_of_doorbells_is_answered_by_few_lists_the_last_one_curren
     for _ in range(20):
         await layer.group_send(events.user_group(owner.pk), {"type": "convlist.changed"})
     frames = await _frames_until_quiet(socket)
-    assert 1 <= len(frames) <= 2 and len(reads) == 1 + len(frames)
+    # One read at a time, the bells rung meanwhile answered by one more: far fewer lists than
+    # bells (two on an idle machine; a loaded one may finish a read between two bells).
+    assert 1 <= len(frames) <= 5 and len(reads) == 1 + len(frames)
     assert "Renamed" in frames[-1]
     await socket.disconnect()

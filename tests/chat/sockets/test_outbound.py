@@ -35,7 +35,7 @@ def test_it_pushes_markdown_blocks_before_the_open_block_and_replaces_that() -> 
 
 @given(
     message_id=st.integers(min_value=1, max_value=10**12),
-    channel=st.sampled_from(["text", "thinking"]),
+    channel=st.sampled_from(sorted(outbound.STREAM_TARGETS)),
     text=st.text(),
 )
 def test_it_builds_a_delta_exactly_as_the_template_renders_it(

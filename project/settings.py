@@ -104,7 +104,9 @@ if REDIS_URL:
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
-                "hosts": [REDIS_URL],
+                # channels_redis blocks 5 s per receive; redis-py 8 gives up reading after 5 s
+                # by default, which would fail every idle receive: allow more.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
                 "capacity": 1000,
                 "expiry": 60,
                 "prefix": f"{REDIS_PREFIX}:asgi",

@@ -89,7 +89,9 @@ async def listen_for_cancels() -> None:
     while layer is not None:
         rejoin: asyncio.Task[None] | None = None
         try:
-            channel = await layer.new_channel("tandem-process")
+            # The default prefix: channels_redis receives every process-local channel of one
+            # prefix with one blocking read, and a second prefix would starve the sockets'.
+            channel = await layer.new_channel()
             await layer.group_add(CANCEL_GROUP, channel)
             rejoin = asyncio.get_running_loop().create_task(_keep_joined(layer, channel))
             while True:

@@ -166,7 +166,8 @@ class Cluster:
 
     def sql(self, query: str, *params: Any) -> list[tuple[Any, ...]]:
         with psycopg.connect(self.database_url, autocommit=True) as conn:
-            return list(conn.execute(query, params).fetchall())  # type: ignore[arg-type]
+            cursor = conn.execute(query, params)  # type: ignore[arg-type]
+            return list(cursor.fetchall()) if cursor.description else []
 
     def wait_sql(
         self, query: str, *params: Any, until: Callable[[list[tuple[Any, ...]]], bool], within: float

@@ -92,7 +92,7 @@ async def test_cancel_on_another_process_stops_the_tool_on_its_worker_within_a_s
         # The tool itself stopped (its task returned) on the worker, not only the pair's row.
         rows = cluster.wait_sql(
             "SELECT extract(epoch FROM finished_at), return_value"
-            " FROM django_tasks_db_dbtaskresult"
+            " FROM django_tasks_database_dbtaskresult"
             " WHERE args_kwargs->'args'->>0 = %s AND status = 'SUCCESSFUL'",
             str(pair_id),
             until=lambda r: bool(r),

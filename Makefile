@@ -25,7 +25,8 @@ run: $(STAMP)
 # The scale-out stack: nginx on HOST:PORT, 3 web processes and 2 tool workers (settable with
 # WEB=n WORKERS=m) on DATABASE_URL (PostgreSQL) and REDIS_URL. README "Running at scale".
 cluster: $(STAMP)
-	DEBUG=$${DEBUG:-true} $(PY) manage.py tandem_cluster --web $${WEB:-3} --workers $${WORKERS:-2}
+	DEBUG=$${DEBUG:-true} TASKS_BACKEND=tools.db_backend.DatabaseBackend \
+	  $(PY) manage.py tandem_cluster --web $${WEB:-3} --workers $${WORKERS:-2}
 
 test: $(STAMP)
 	$(PY) -m pytest

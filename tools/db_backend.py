@@ -20,12 +20,12 @@ WAKE_CHANNEL = "tandem_tools"
 
 class DatabaseBackend(_DatabaseBackend):
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
-        result = super().enqueue(task, args, kwargs)
+        result: Any = super().enqueue(task, args, kwargs)
         wake_workers()
         return result
 
     async def aenqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
-        result = await super().aenqueue(task, args, kwargs)
+        result: Any = await super().aenqueue(task, args, kwargs)
         await sync_to_async(wake_workers)()
         return result
 

@@ -16,12 +16,13 @@ import os
 import socket
 import threading
 import time
+from typing import Any
 
 from django.db import close_old_connections, connections, router
+from django.db.utils import OperationalError
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 from django_tasks_db.utils import exclusive_transaction, is_locked_database_exception
-from django.db.utils import OperationalError
 
 from tools.db_backend import WAKE_CHANNEL
 
@@ -52,10 +53,10 @@ class Bell:
             self._cond.wait_for(lambda: self.rings != seen or self.stopping, timeout)
 
 
-class WakingWorker(Worker):  # type: ignore[misc]
+class WakingWorker(Worker):
     """django-tasks-db's worker, waiting on the bell instead of sleeping."""
 
-    def __init__(self, bell: Bell, **kwargs: object) -> None:
+    def __init__(self, bell: Bell, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.bell = bell
 
@@ -72,7 +73,7 @@ class WakingWorker(Worker):  # type: ignore[misc]
         finally:
             connections.close_all()
 
-    def claim_one(self) -> DBTaskResult | None:
+    def claim_one(self) -> DBTaskResult[Any, Any] | None:
         tasks = DBTaskResult.objects.ready().filter(
             backend_name=self.backend_name, queue_name__in=self.queue_names
         )

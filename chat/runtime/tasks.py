@@ -25,7 +25,6 @@ from tools.registry import registry
 logger = logging.getLogger(__name__)
 
 
-
 @task
 async def run_tool_pair(pair_id: int) -> str:
     try:

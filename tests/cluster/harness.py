@@ -72,6 +72,7 @@ class Cluster:
                 "DATABASE_URL": self.database_url,
                 "REDIS_URL": REDIS_URL,
                 "REDIS_PREFIX": self.name,
+                "TASKS_BACKEND": "tools.db_backend.DatabaseBackend",
                 "SECRET_KEY": "cluster-tests-only-secret-key-not-for-production",
                 "DEBUG": "false",
                 "ALLOWED_HOSTS": "127.0.0.1,localhost",
@@ -95,8 +96,11 @@ class Cluster:
             conn.execute(f'CREATE DATABASE "{self.name}"')
         self._log = log = (self.workdir / "cluster.log").open("wb")
         self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "tandem_cluster", "--host", "127.0.0.1"]
-            + ["--port", str(self.port), "--web", str(self.web), "--workers", str(self.workers)],
+            [
+                *(sys.executable, "manage.py", "tandem_cluster", "--host", "127.0.0.1"),
+                *("--port", str(self.port), "--web", str(self.web)),
+                *("--workers", str(self.workers)),
+            ],
             cwd=ROOT,
             env=self.env,
             stdout=subprocess.PIPE,
@@ -170,7 +174,11 @@ class Cluster:
             return list(cursor.fetchall()) if cursor.description else []
 
     def wait_sql(
-        self, query: str, *params: Any, until: Callable[[list[tuple[Any, ...]]], bool], within: float
+        self,
+        query: str,
+        *params: Any,
+        until: Callable[[list[tuple[Any, ...]]], bool],
+        within: float,
     ) -> list[tuple[Any, ...]]:
         deadline = time.monotonic() + within
         while True:
@@ -221,7 +229,9 @@ class Tab:
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def open(self) -> Tab:
-        url = self.base_url.replace("http://", "ws://") + f"/ws/conversations/{self.conversation_id}/"
+        url = (
+            self.base_url.replace("http://", "ws://") + f"/ws/conversations/{self.conversation_id}/"
+        )
         self.ws = await connect(
             url,
             origin=self.base_url,  # type: ignore[arg-type]

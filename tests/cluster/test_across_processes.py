@@ -148,7 +148,9 @@ async def test_approval_on_another_process_runs_the_call_on_a_worker(cluster: Cl
             assert status == "awaiting_approval"
             await two.send({"type": "approve", "pair": pair_id})
             await one.wait_for("391")  # the result, then the continuation, in the other tab
-            rows = cluster.wait_sql(PAIR, conversation_id, until=lambda r: r[0][1] == "succeeded", within=10)
+            rows = cluster.wait_sql(
+                PAIR, conversation_id, until=lambda r: r[0][1] == "succeeded", within=10
+            )
             assert rows[0][1] == "succeeded"
             assert cluster.child_of(rows[0][2]).startswith("worker")
         finally:

@@ -62,7 +62,8 @@ def test_two_tabs_through_the_proxy_follow_a_tool_on_a_worker(
         # Kill the process that ran the last turn; the tabs reconnect through nginx.
         conversation_id = int(url.rstrip("/").rsplit("/", 1)[-1])
         runner = cluster.sql(
-            "SELECT runner FROM chat_toolpair WHERE conversation_id = %s ORDER BY id", conversation_id
+            "SELECT runner FROM chat_toolpair WHERE conversation_id = %s ORDER BY id",
+            conversation_id,
         )
         assert all(cluster.child_of(r).startswith("worker") for (r,) in runner)
         old = cluster.kill("web 1")

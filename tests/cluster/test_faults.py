@@ -1,4 +1,4 @@
-"""Faults of the scale-out stack: a worker or a web process SIGKILLed mid-work (issue 11, item 4)."""
+"""Faults of the scale-out stack: a worker or a web process SIGKILLed mid-work (issue 11)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,6 @@ again after a second, as systemd's ``Restart=always`` would. Ctrl-C or SIGTERM s
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import socket
@@ -77,8 +76,9 @@ class Child:
     port: int | None = None
     process: subprocess.Popen[bytes] | None = None
 
-    def start(self, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(self.argv, env=env, cwd=settings.BASE_DIR)  # noqa: S603
+    def start(self) -> None:
+        """Start it with this process's environment (the settings every process shares)."""
+        self.process = subprocess.Popen(self.argv, cwd=settings.BASE_DIR)  # noqa: S603
 
 
 class Command(BaseCommand):
@@ -99,13 +99,14 @@ class Command(BaseCommand):
             for line in create_demo_users():
                 self.stdout.write(line)
         connection.close()  # the children have their own; this process only supervises
-        env = {**os.environ, "TASKS_BACKEND": WORKER_BACKEND, "PYTHONUNBUFFERED": "1"}
         manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
         children = [
             Child(
                 f"web {n}",
-                [*manage, "tandem", "--host", "127.0.0.1", "--port", str(port)]
-                + ["--no-demo", "--no-migrate"],
+                [
+                    *(*manage, "tandem", "--host", "127.0.0.1", "--port", str(port)),
+                    *("--no-demo", "--no-migrate"),
+                ],
                 port=port,
             )
             for n, port in enumerate((free_port() for _ in range(options["web"])), start=1)
@@ -119,8 +120,8 @@ class Command(BaseCommand):
             signal.signal(signum, lambda *_: stop.set())
         with tempfile.TemporaryDirectory(prefix="tandem-nginx-") as run_dir:
             try:
-                self._start(children, env, options, Path(run_dir))
-                self._supervise(children, env, stop)
+                self._start(children, options, Path(run_dir))
+                self._supervise(children, stop)
             finally:
                 self._stop_all(children)
 
@@ -135,16 +136,16 @@ class Command(BaseCommand):
             raise CommandError("Set DATABASE_URL to a PostgreSQL database (postgres://...).")
         if not settings.REDIS_URL:
             raise CommandError("Set REDIS_URL (redis://...): the processes share it.")
+        if settings.TASKS_BACKEND != WORKER_BACKEND:
+            raise CommandError(f"Set TASKS_BACKEND={WORKER_BACKEND}: tools run on the workers.")
         if options["web"] < 1 or options["workers"] < 1:
             raise CommandError("--web and --workers must be at least 1.")
         if not Path(options["nginx"]).exists():
             raise CommandError("nginx not found: apt-get install nginx (or pass --nginx PATH).")
 
-    def _start(
-        self, children: list[Child], env: dict[str, str], options: dict[str, Any], run_dir: Path
-    ) -> None:
+    def _start(self, children: list[Child], options: dict[str, Any], run_dir: Path) -> None:
         for child in children:
-            child.start(env)
+            child.start()
         for child in children:
             if child.port is not None and child.process is not None:
                 wait_for_port("127.0.0.1", child.port, child.process, timeout=60)
@@ -162,7 +163,7 @@ class Command(BaseCommand):
             "nginx",
             [options["nginx"], "-p", str(run_dir), "-c", str(config), "-g", "daemon off;"],
         )
-        nginx.start(env)
+        nginx.start()
         children.append(nginx)
         assert nginx.process is not None
         wait_for_port(host, port, nginx.process, timeout=30)
@@ -177,7 +178,7 @@ class Command(BaseCommand):
         self.stdout.write(f"cluster: {child.name} pid {pid}{where}")
         self.stdout.flush()
 
-    def _supervise(self, children: list[Child], env: dict[str, str], stop: threading.Event) -> None:
+    def _supervise(self, children: list[Child], stop: threading.Event) -> None:
         """Start again any child that died (a crash, a SIGKILL), until asked to stop."""
         while not stop.wait(0.2):
             for child in children:
@@ -185,7 +186,7 @@ class Command(BaseCommand):
                     self.stdout.write(f"cluster: {child.name} exited ({child.process.returncode})")
                     if stop.wait(RESTART_DELAY_S):
                         return
-                    child.start(env)
+                    child.start()
                     self._announce(child)
 
     def _stop_all(self, children: list[Child]) -> None:

@@ -224,6 +224,7 @@ class Tab:
     conversation_id: int
     frames: list[tuple[float, str]] = field(default_factory=list)
     raw: list[str] = field(default_factory=list)
+    wall: list[float] = field(default_factory=list)  # time.time() of each raw frame
     ws: ClientConnection | None = None
     _reader: asyncio.Task[None] | None = None
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -251,6 +252,7 @@ class Tab:
             async for raw in self.ws:
                 text = raw if isinstance(raw, str) else raw.decode()
                 self.raw.append(text)
+                self.wall.append(time.time())
                 self.frames.append((time.perf_counter(), visible_text(text)))
                 self._changed.set()
         except Exception:  # closed under us (a killed process): the test reconnects

@@ -96,8 +96,10 @@ def run_cluster_load(web: int, workers: int, clients: int, duration_s: float) ->
     return report
 
 
-async def _continuations(cluster: Cluster, samples: int, seconds: float) -> dict[str, list[float]]:
-    """``samples`` conversations, each one tool call of ``seconds``, a few at a time."""
+async def _continuations(
+    cluster: Cluster, samples: int, seconds: float, parallel: int
+) -> dict[str, list[float]]:
+    """``samples`` conversations, each one tool call of ``seconds``, ``parallel`` at a time."""
     found: dict[str, list[float]] = {
         "finished -> first frame": [],
         "finished -> flushed": [],
@@ -105,12 +107,16 @@ async def _continuations(cluster: Cluster, samples: int, seconds: float) -> dict
         "reply started -> first frame": [],
         "enqueue -> start": [],
     }
-    gate = asyncio.Semaphore(4)
+    gate = asyncio.Semaphore(parallel)
     rng = random.Random(0)
+
+    # Signed in first: a login hashes a password (a third of a second of one process's CPU),
+    # which would land inside other samples.
+    sessions = [await signed_in(cluster.url) for _ in range(samples)]
 
     async def one(number: int) -> None:
         async with gate:
-            cookie, conversation_id = await signed_in(cluster.url)
+            cookie, conversation_id = sessions[number]
             web = rng.choice([u for n, u in cluster.urls.items() if n.startswith("web")])
             tab = await Tab(web, cookie, conversation_id).open()
             try:
@@ -149,15 +155,20 @@ def _measure(cluster: Cluster, conversation_id: int, tab: Tab, found: dict[str, 
     found["enqueue -> start"].append(float(started) - float(requested))
 
 
-def run_continuation(web: int, workers: int, samples: int, seconds: float = 1.0) -> str:
+def run_continuation(
+    web: int, workers: int, samples: int, *, parallel: int = 4, seconds: float = 1.0
+) -> str:
     with tempfile.TemporaryDirectory(prefix="tandem-cluster-cont-") as workdir:
         cluster = Cluster(Path(workdir), web=web, workers=workers)
         try:
             cluster.start()
-            found = asyncio.run(_continuations(cluster, samples, seconds))
+            found = asyncio.run(_continuations(cluster, samples, seconds, parallel))
         finally:
             cluster.stop()
-    lines = [f"== Continuation: {web} web processes, {workers} workers, {samples} tool calls =="]
+    lines = [
+        f"== Continuation: {web} web processes, {workers} workers, {samples} tool calls,"
+        f" {parallel} conversations at a time =="
+    ]
     lines += [f"{name:<30} {summary_ms(values)}" for name, values in found.items()]
     return "\n".join(lines)
 
@@ -170,11 +181,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=40)
     parser.add_argument("--duration", type=float, default=20.0)
     parser.add_argument("--samples", type=int, default=40)
+    parser.add_argument("--parallel", type=int, default=4, help="conversations at a time")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
     for web in (int(n) for n in args.web.split(",")):
         if args.what == "continuation":
-            print(run_continuation(web, args.workers, args.samples), flush=True)
+            print(run_continuation(web, args.workers, args.samples, parallel=args.parallel))
             continue
         report = run_cluster_load(web, args.workers, args.clients, args.duration)
         rate = len(report.ttfd) / report.talk_s if report.talk_s else 0.0

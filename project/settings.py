@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "django_tasks_db",  # the task table of the tool workers (see "Running at scale")
     "chat.apps.ChatConfig",
     "tools.apps.ToolsConfig",
+    "tools.mcp.apps.McpConfig",
 ]
 
 MIDDLEWARE = [
@@ -221,6 +222,16 @@ if TANDEM_CACHE_STRATEGY not in ("keepalive", "1h", "off"):
     raise ImproperlyConfigured("TANDEM_CACHE_STRATEGY must be keepalive, 1h or off.")
 # Modules imported at start-up after the built-in tools, to register more tools.
 TANDEM_EXTRA_TOOL_MODULES = env.list("TANDEM_EXTRA_TOOL_MODULES", default=[])
+# MCP tool servers (tools.mcp): a server's token may be named in admin as an environment variable;
+# only variables with this prefix can be named, so admin can never send out another secret.
+TANDEM_MCP_TOKEN_PREFIX = "TANDEM_MCP_TOKEN_"  # noqa: S105 - a name prefix, not a secret
+TANDEM_MCP_TOKENS = {
+    name: value
+    for name, value in env.ENVIRON.items()
+    if name.startswith(TANDEM_MCP_TOKEN_PREFIX) and value
+}
+# How long listing a server's tools (on save and "Refresh tools" in admin) may take.
+TANDEM_MCP_LIST_TIMEOUT_S = env.float("TANDEM_MCP_LIST_TIMEOUT_S", default=10.0)
 TANDEM_APPROVAL_TIMEOUT_S = env.float("TANDEM_APPROVAL_TIMEOUT_S", default=24 * 3600.0)
 TANDEM_MAX_TOOL_ROUNDS = env.int("TANDEM_MAX_TOOL_ROUNDS", default=10)
 TANDEM_MAX_INVALID_TOOL_CALLS = env.int("TANDEM_MAX_INVALID_TOOL_CALLS", default=3)

@@ -85,11 +85,12 @@ class ToolPolicy(models.Model):
 
 
 def sync_policies(tools: ToolRegistry | None = None, *, using: str = DEFAULT_DB_ALIAS) -> list[str]:
-    """Create a default policy for every registered tool that has none; returns their names.
+    """Create a default policy for every tool registered in code that has none; returns their
+    names. (Tools from sources get theirs when they are added: tools.mcp.catalog.)
 
     Idempotent and safe to run concurrently (existing rows are never changed).
     """
-    names = (tools or registry).names()
+    names = [spec.name for spec in (tools or registry).registered()]
     rows = ToolPolicy.objects.using(using)
     with transaction.atomic(using=using):
         existing = set(rows.filter(tool_name__in=names).values_list("tool_name", flat=True))

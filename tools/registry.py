@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, overload
+from typing import Any, Protocol, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -159,12 +159,32 @@ def spec_from_function(
     )
 
 
+class ToolSource(Protocol):
+    """Tools defined outside the code, e.g. in the database (MCP servers added in admin).
+
+    Its answers are built fresh on every call, so a process that never saw the admin change
+    (a task worker) sees the same tools. It reads the database: call it where sync ORM calls
+    are allowed (from async code, through `database_sync_to_async`).
+    """
+
+    def get(self, name: str) -> ToolSpec | None: ...
+
+    def all(self) -> list[ToolSpec]: ...
+
+
 class ToolRegistry:
-    """The tools the model may call, by name. Thread-safe."""
+    """The tools the model may call, by name: registered ones, then the sources'. Thread-safe."""
 
     def __init__(self) -> None:
         self._tools: dict[str, ToolSpec] = {}
+        self._sources: list[ToolSource] = []
         self._lock = threading.Lock()
+
+    def add_source(self, source: ToolSource) -> None:
+        """Consult `source` for names no registered tool has (set up in an `AppConfig.ready()`)."""
+        with self._lock:
+            if source not in self._sources:
+                self._sources.append(source)
 
     def register(self, spec: ToolSpec) -> ToolSpec:
         with self._lock:
@@ -195,17 +215,32 @@ class ToolRegistry:
                 self.unregister(name)
 
     def get(self, name: str) -> ToolSpec | None:
-        return self._tools.get(name)
+        spec = self._tools.get(name)
+        if spec is not None:
+            return spec
+        for source in list(self._sources):
+            spec = source.get(name)
+            if spec is not None:
+                return spec
+        return None
 
-    def all(self) -> list[ToolSpec]:
+    def registered(self) -> list[ToolSpec]:
+        """The tools registered in code (`@tool`), without the sources' (no database access)."""
         with self._lock:
             return sorted(self._tools.values(), key=lambda spec: spec.name)
+
+    def all(self) -> list[ToolSpec]:
+        found = {spec.name: spec for spec in self.registered()}
+        for source in list(self._sources):
+            for spec in source.all():
+                found.setdefault(spec.name, spec)  # a registered tool wins a name
+        return sorted(found.values(), key=lambda spec: spec.name)
 
     def names(self) -> list[str]:
         return [spec.name for spec in self.all()]
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        return isinstance(name, str) and self.get(name) is not None
 
     def __len__(self) -> int:
         return len(self._tools)

@@ -37,7 +37,8 @@ async def _run(pair_id: int) -> str:
     pair = await db(pairing.mark_running)(pair_id, engine.INSTANCE_ID)
     if pair is None:
         return "not queued"
-    spec = registry.get(pair.tool_name)
+    # From the database too (MCP tools), so a worker sees what admin saved.
+    spec = await db(registry.get)(pair.tool_name)
     if spec is None:
         await db(pairing.record_result)(
             pair_id,

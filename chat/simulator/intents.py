@@ -7,6 +7,10 @@ Recognised (only for tools the request offers, unless said otherwise):
 * "what time is it in Tokyo" -> `current_time` with `{"timezone": "Asia/Tokyo"}` (a few city names,
   or an IANA name as is; UTC when no place is given);
 * "calculate 2 * (3 + 4)", "what is 17*23" -> `calculate` with `{"expression": "..."}`;
+* "use the docs__search tool with query="django tasks" and limit=3" (any other offered tool,
+  e.g. an MCP server's, named as offered) -> that tool with each input property found written as
+  `name=value`, `name: value` or `name value`, typed by the tool's schema; a JSON object after
+  the name is taken as is, and a lone quoted text fills the one required property left;
 * the test hook "call NAME with {json}" -> exactly that input, even if it does not fit the schema,
   and "call NAME with raw TEXT" -> TEXT streamed as the input JSON (deliberately invalid). The hook
   works for any NAME, offered or not, so that clients can be tested against a bad tool name.
@@ -45,6 +49,10 @@ _TIME = re.compile(
     r"(?:[^?!.\n]*?\bin\s+([A-Za-z][\w/.'+-]*(?:\s+[A-Za-z][\w/.'+-]*){0,2}))?",
     re.I,
 )
+_NAMED = re.compile(
+    r"\b(?:run|try|use|call|start|invoke)\s+(?:the\s+)?`?([A-Za-z0-9_-]{1,128})`?(?:\s+tool)?", re.I
+)
+_QUOTED = re.compile(r'"([^"]*)"|“([^”]*)”')
 _IANA = re.compile(r"^[A-Za-z]+(?:/[A-Za-z0-9_+-]+)+$")
 _CALC = re.compile(
     r"\b(?:calculate|compute|evaluate|what(?:'s| is))\s+((?=[\d\s+\-*/().^%]*\d)[\d\s+\-*/().^%]+)",
@@ -73,6 +81,8 @@ def plan_tool_calls(text: str, tools: list[dict[str, Any]], choice: dict[str, An
     offered = {str(tool.get("name")) for tool in tools}
     hook = _hook_call(text)
     found = [(0, "", hook)] if hook else _plain_calls(text, offered)
+    if not hook:
+        found = sorted([*found, *_named_calls(text, tools)], key=lambda item: item[0])
     calls = [call for _, _, call in found]
     preamble = " ".join(dict.fromkeys(sentence for _, sentence, _ in found if sentence))
     if kind == "tool":
@@ -120,6 +130,63 @@ def _plain_calls(text: str, offered: set[str]) -> list[tuple[int, str, ToolCall]
                 call = ToolCall(CALC_TOOL, json.dumps({"expression": expression}))
                 found.append((match.start(), f"Let me work out `{expression}`.", call))
     return sorted(found, key=lambda item: item[0])
+
+
+def _named_calls(text: str, tools: list[dict[str, Any]]) -> list[tuple[int, str, ToolCall]]:
+    """Calls of offered tools named in the text ("use the docs__search tool with ...")."""
+    by_name = {str(tool.get("name")): tool for tool in tools}
+    found: list[tuple[int, str, ToolCall]] = []
+    for match in _NAMED.finditer(text):
+        name = match.group(1)
+        if name not in by_name or name in (DEMO_TOOL, TIME_TOOL, CALC_TOOL):
+            continue  # the built-ins have their own phrasing above
+        schema = by_name[name].get("input_schema") or {}
+        arguments = _arguments(text[match.end() :].split("\n", 1)[0], schema)
+        sentence = f"I'll run {name} in the background; we can keep talking meanwhile."
+        found.append((match.start(), sentence, ToolCall(name, json.dumps(arguments))))
+    return found
+
+
+def _arguments(rest: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The input written after a tool's name, typed by its schema."""
+    brace = rest.find("{")
+    if brace >= 0:
+        try:
+            value, _ = json.JSONDecoder().raw_decode(rest[brace:])
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            return value
+    clause = _clause(rest, 0)
+    properties: dict[str, Any] = schema.get("properties") or {}
+    arguments: dict[str, Any] = {}
+    for key, sub in properties.items():
+        found = re.search(
+            rf"\b{re.escape(key)}\b\s*(?:=|:|is\b|of\b)?\s*(\"[^\"]*\"|'[^']*'|[^\s,;]+)", clause
+        )
+        if found:
+            arguments[key] = _typed(found.group(1).strip("\"'"), sub)
+    missing = [key for key in schema.get("required") or [] if key not in arguments]
+    quoted = _QUOTED.search(clause)
+    if len(missing) == 1 and quoted:
+        arguments[missing[0]] = _typed(
+            quoted.group(1) or quoted.group(2) or "", properties.get(missing[0])
+        )
+    return arguments
+
+
+def _typed(text: str, schema: Any) -> Any:
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    try:
+        if kind == "integer":
+            return int(text)
+        if kind == "number":
+            return float(text)
+    except ValueError:
+        return text  # left for the tool's validation to refuse, as a real model's slip would be
+    if kind == "boolean":
+        return text.lower() in ("true", "yes", "on", "1")
+    return text
 
 
 def _clause(text: str, start: int) -> str:

@@ -6,5 +6,5 @@ from tools.registry import registry
 def test_it_registers_the_built_in_tools_when_django_starts():
     assert apps.get_app_config("tools").__class__.__name__ == "ToolsConfig"
     assert {"calculate", "current_time", "tool_buffer_demo", "unit_convert"} <= set(
-        registry.names()
+        [spec.name for spec in registry.registered()]
     )

@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class McpConfig(AppConfig):
+    name = "tools.mcp"
+    label = "mcp"
+    verbose_name = "MCP tool servers"
+
+    def ready(self) -> None:
+        from tools.mcp.source import McpToolSource
+        from tools.registry import registry
+
+        registry.add_source(McpToolSource())

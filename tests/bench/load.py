@@ -54,8 +54,10 @@ def run_load(
         host = urlsplit(url).hostname
         if url and host is not None and host not in LOCAL_HOSTS:
             raise SystemExit(f"{url}: only 127.0.0.1 is allowed")
-    setup = ("PostgreSQL" if database_url.startswith("postgres") else "SQLite") + (
-        " + Redis channel layer" if redis_url else " + in-memory channel layer"
+    setup = (
+        "one server process ("
+        + ("PostgreSQL" if database_url.startswith("postgres") else "SQLite")
+        + (" + Redis channel layer)" if redis_url else " + in-memory channel layer)")
     )
     report = LoadReport(clients, duration_s, setup, tokens_per_second)
     drop = _create_postgres_database(database_url) if database_url.startswith("postgres") else None

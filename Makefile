@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run cluster test lint bench clean
 
 # Finds a Python >= 3.12: python3 if new enough, then python3.13/python3.12, then pyenv's versions.
 define find_python
@@ -21,6 +21,12 @@ $(STAMP): pyproject.toml
 # A local run is a development run: DEBUG on (demo accounts, no HTTPS-only cookies).
 run: $(STAMP)
 	DEBUG=$${DEBUG:-true} $(PY) manage.py tandem
+
+# The scale-out stack: nginx on HOST:PORT, 3 web processes and 2 tool workers (settable with
+# WEB=n WORKERS=m) on DATABASE_URL (PostgreSQL) and REDIS_URL. README "Running at scale".
+cluster: $(STAMP)
+	DEBUG=$${DEBUG:-true} TASKS_BACKEND=tools.db_backend.DatabaseBackend \
+	  $(PY) manage.py tandem_cluster --web $${WEB:-3} --workers $${WORKERS:-2}
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -11,16 +11,24 @@ class ChatConfig(AppConfig):
         Importing the runner here also loads the SDK (about a second) at start-up rather than
         on the first message, where it would stall the loop and every socket on it.
         """
-        from chat.runtime import engine, runner, sweeper, tasks
+        from django.conf import settings
+
+        from chat.runtime import doorbells, engine, runner, sweeper, tasks
         from chat.sockets import socket_auth
         from tools import task_backend
 
+        # Several processes (REDIS_URL): ring the others when a turn or a cancel is due
+        # elsewhere; a web process (the one whose loop gets bound) listens for both.
+        shared = settings.TANDEM_DOORBELLS
+        listeners = (doorbells.listen_for_kicks, doorbells.listen_for_cancels) if shared else ()
         engine.wire(
             engine.Wiring(
                 run_turn=runner.run_conversation,
                 enqueue_tool=tasks.run_tool_pair.enqueue,
-                background=(sweeper.run_forever,),
+                background=(sweeper.run_forever, *listeners),
                 on_bind=(task_backend.bind_loop,),
+                remote_kick=doorbells.ring_kick if shared else None,
+                remote_cancel=doorbells.ring_cancel if shared else None,
             )
         )
         socket_auth.connect_receivers()

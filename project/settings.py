@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "django_tasks_db",  # the task table of the tool workers (see "Running at scale")
     "chat.apps.ChatConfig",
     "tools.apps.ToolsConfig",
     "tools.mcp.apps.McpConfig",
@@ -100,11 +101,20 @@ TANDEM_DB_READS_OFF_THREAD = env.bool("TANDEM_DB_READS_OFF_THREAD", default=True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
+# Names in Redis start with this, so several deployments (or test runs) can share one server.
+REDIS_PREFIX = env.str("REDIS_PREFIX", default="tandem")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 60},
+            "CONFIG": {
+                # channels_redis blocks 5 s per receive; redis-py 8 gives up reading after 5 s
+                # by default, which would fail every idle receive: allow more.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                "capacity": 1000,
+                "expiry": 60,
+                "prefix": f"{REDIS_PREFIX}:asgi",
+            },
         }
     }
 else:
@@ -119,7 +129,7 @@ CACHES = {
         {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
-            "KEY_PREFIX": "tandem",
+            "KEY_PREFIX": REDIS_PREFIX,
         }
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
@@ -128,12 +138,21 @@ CACHES = {
 
 # Where tools run. The embedded default runs them on the server's own event loop (async tools)
 # and in a bounded thread pool (sync tools), so no extra service is needed.
+# With TASKS_BACKEND=tools.db_backend.DatabaseBackend (django-tasks-db on PostgreSQL) they run
+# on `manage.py tandem_worker` processes instead (README "Running at scale").
+TASKS_BACKEND = env.str("TASKS_BACKEND", default="tools.task_backend.InProcessBackend")
 TASKS = {
     "default": {
-        "BACKEND": env.str("TASKS_BACKEND", default="tools.task_backend.InProcessBackend"),
+        "BACKEND": TASKS_BACKEND,
         "OPTIONS": {"max_threads": env.int("TOOL_THREADS", default=32)},
     }
 }
+# A durable queue keeps queued calls across restarts, so nobody enqueues them again.
+TANDEM_TASKS_DURABLE = not TASKS_BACKEND.endswith(".InProcessBackend")
+# Several processes share the work (a shared channel layer): ring the others (doorbells).
+TANDEM_DOORBELLS = bool(REDIS_URL)
+# Tool calls running at once in one worker process (threads, each claiming tasks in turn).
+TANDEM_WORKER_THREADS = env.int("TANDEM_WORKER_THREADS", default=16)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -197,6 +216,9 @@ TANDEM_SNAPSHOT_INTERVAL_S = env.float("TANDEM_SNAPSHOT_INTERVAL_S", default=1.0
 TANDEM_LEASE_SECONDS = env.float("TANDEM_LEASE_SECONDS", default=30.0)
 TANDEM_SWEEP_INTERVAL_S = env.float("TANDEM_SWEEP_INTERVAL_S", default=2.0)
 TANDEM_TOOL_TIMEOUT_S = env.float("TANDEM_TOOL_TIMEOUT_S", default=300.0)
+# A running tool beats every third of this; a call silent for longer lost its process: it is
+# re-run (safe_to_repeat) or answered "interrupted" by the next sweep.
+TANDEM_TOOL_HEARTBEAT_EXPIRY_S = env.float("TANDEM_TOOL_HEARTBEAT_EXPIRY_S", default=30.0)
 # Keeping the prompt cache warm while tools run (README "Usage, cost and budgets"):
 # "keepalive" (default), "1h" (every breakpoint at the 1-hour lifetime) or "off".
 TANDEM_CACHE_STRATEGY = env.str("TANDEM_CACHE_STRATEGY", default="keepalive")

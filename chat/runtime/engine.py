@@ -60,6 +60,11 @@ class Wiring:
     enqueue_tool: Callable[[int], object]  # hand a queued tool pair to the task backend
     background: tuple[Callable[[], Coroutine[Any, Any, None]], ...] = ()  # loops, like the sweeper
     on_bind: tuple[Callable[[asyncio.AbstractEventLoop], None], ...] = ()  # told the server loop
+    # Doorbells to other processes (chat.runtime.doorbells), set when several processes share
+    # the work: ask a web process to run a turn when none runs here (a tool worker), and tell
+    # every process to stop a tool call wherever it runs.
+    remote_kick: Callable[[int], None] | None = None
+    remote_cancel: Callable[[str], None] | None = None
 
 
 _wiring: Wiring | None = None
@@ -137,8 +142,16 @@ def call_on_loop(fn: Callable[..., Any], *args: Any) -> bool:
 
 
 def kick(conversation_id: int) -> None:
-    """Make sure a turn runner looks at this conversation soon. Safe from any thread."""
-    call_on_loop(_kick, conversation_id)
+    """Make sure a turn runner looks at this conversation soon. Safe from any thread.
+
+    A process without a server loop (a tool worker) rings a web process instead; if that
+    doorbell is lost, every web process's sweeper finds the conversation within a sweep.
+    """
+    if call_on_loop(_kick, conversation_id):
+        return
+    remote = _wiring.remote_kick if _wiring is not None else None
+    if remote is not None:
+        remote(conversation_id)
 
 
 def _kick(conversation_id: int) -> None:
@@ -198,7 +211,16 @@ def unregister_tool(tool_use_id: str) -> None:
 
 
 def cancel_tool(tool_use_id: str) -> None:
+    """Stop a tool call running here, and ring the other processes (it may run on a worker)."""
     call_on_loop(_cancel_tool, tool_use_id)
+    remote = _wiring.remote_cancel if _wiring is not None else None
+    if remote is not None:
+        remote(tool_use_id)
+
+
+def cancel_tool_here(tool_use_id: str) -> None:
+    """Stop a tool call if it runs in this process; thread-safe (a tool's cancel is)."""
+    _cancel_tool(tool_use_id)
 
 
 def _cancel_tool(tool_use_id: str) -> None:

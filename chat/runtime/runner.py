@@ -28,7 +28,7 @@ from chat.modelapi.error_texts import TRUNCATED, describe_error, retrying_text
 from chat.models import Message
 from chat.runtime import engine
 from chat.runtime.broadcast import ReplyBroadcaster
-from chat.services import budgets, messages, pairing, retry_notes, turns
+from chat.services import messages, pairing, retry_notes, turns
 from chat.services.errors import ConversationGone
 
 logger = logging.getLogger(__name__)
@@ -68,14 +68,10 @@ async def _keep_lease(conversation_id: int, owner: str) -> None:
 
 async def run_one_turn(conversation_id: int, owner: str) -> bool:
     """Flush what is ready and answer what waits; False when there is nothing to do."""
-    await db(pairing.flush_ready)(conversation_id)
-    turn = await db(turns.load_turn_input)(conversation_id)
-    if turn is None:
-        return False
-    if await db(budgets.refuse_if_over_budget)(conversation_id, turn.last_seq):
-        return True  # a notice instead of a model call; the user's message stays stored
-    reply = await db(messages.start_reply)(conversation_id, turn.last_seq)
-    task = engine.spawn(stream_reply(conversation_id, reply.pk, turn.request, owner))
+    prepared = await db(turns.prepare_turn)(conversation_id)
+    if isinstance(prepared, bool):
+        return prepared  # nothing to answer, or answered by a budget notice
+    task = engine.spawn(stream_reply(conversation_id, prepared.reply_id, prepared.request, owner))
     await asyncio.wait([task])
     return True
 

@@ -19,6 +19,8 @@ async def sweep_once(*, first: bool = False) -> list[int]:
     touched: set[int] = set()
     if first:
         touched.update(await db(recovery.restart_recovery)(running, engine.INSTANCE_ID))
+    else:
+        touched.update(await db(recovery.dead_on_this_host)(running, engine.INSTANCE_ID))
     touched.update(await db(pairing.expire_overdue)())
     touched.update(await db(recovery.orphaned_pairs)(running))
     touched.update(await db(recovery.orphaned_replies)())

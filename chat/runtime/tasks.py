@@ -10,6 +10,7 @@ import asyncio
 import logging
 
 from channels.db import database_sync_to_async as db
+from django.conf import settings
 from django.tasks import task
 
 from chat.models import ToolPair
@@ -22,8 +23,6 @@ from tools.execution import execute
 from tools.registry import registry
 
 logger = logging.getLogger(__name__)
-
-HEARTBEAT_S = 10.0
 
 
 @task
@@ -64,7 +63,7 @@ async def _run(pair_id: int) -> str:
     timeout = pair.seconds_left()
     if timeout is None:  # every queued pair has a deadline; this is the policy's default
         timeout = policy.run_timeout_s(policy.policy_for(pair.tool_name))
-    heartbeat = engine.spawn(_heartbeat(pair_id))
+    heartbeat = engine.spawn(_heartbeat(pair_id, ctx))
     try:
         outcome = await execute(spec, pair.input, ctx, timeout_s=timeout)
     finally:
@@ -79,11 +78,15 @@ async def _run(pair_id: int) -> str:
     return outcome.status
 
 
-async def _heartbeat(pair_id: int) -> None:
-    """Tell other processes this tool is alive, progress or not (see chat.services.recovery)."""
+async def _heartbeat(pair_id: int, ctx: ToolContext) -> None:
+    """Tell other processes this tool is alive, progress or not (see chat.services.recovery),
+    three times per expiry. A beat that finds the pair no longer running (cancelled or timed
+    out elsewhere, its doorbell lost) stops the tool."""
     while True:
-        await asyncio.sleep(HEARTBEAT_S)
-        await db(pairing.beat)(pair_id)
+        await asyncio.sleep(settings.TANDEM_TOOL_HEARTBEAT_EXPIRY_S / 3)
+        if not await db(pairing.beat)(pair_id):
+            ctx.cancel()
+            return
 
 
 async def _save_progress(pair_id: int, fraction: float | None, text: str) -> None:

@@ -219,9 +219,12 @@ def save_progress(pair_id: int, fraction: float | None, text: str) -> bool:
     )
 
 
-def beat(pair_id: int) -> None:
-    ToolPair.objects.filter(pk=pair_id, status=ToolPair.Status.RUNNING).update(
-        heartbeat_at=timezone.now()
+def beat(pair_id: int) -> bool:
+    """A running tool is alive; False if its pair is no longer running (then it should stop)."""
+    return bool(
+        ToolPair.objects.filter(pk=pair_id, status=ToolPair.Status.RUNNING).update(
+            heartbeat_at=timezone.now()
+        )
     )
 
 

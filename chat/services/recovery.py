@@ -12,6 +12,7 @@ import logging
 import os
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Max, Q
 from django.utils import timezone
@@ -24,8 +25,6 @@ from tools.registry import registry
 
 logger = logging.getLogger(__name__)
 
-# A running tool writes a heartbeat with its progress at least this often (see chat.runtime.tasks).
-HEARTBEAT_STALE_S = 30.0
 QUEUED_STALE_S = 10.0
 MAX_RUNS = 3  # a call safe to repeat is re-run after a restart until it has started this often
 
@@ -65,6 +64,11 @@ def unsigned_thinking_dropped(content: list[dict[str, Any]]) -> list[dict[str, A
     return [b for b in content if b.get("type") != "thinking" or b.get("signature")]
 
 
+def heartbeat_expiry_s() -> float:
+    """A running pair silent this long lost its process (chat.runtime.tasks beats 3 times)."""
+    return float(settings.TANDEM_TOOL_HEARTBEAT_EXPIRY_S)
+
+
 def orphaned_pairs(
     running_here: set[str], now: dt.datetime | None = None, only: list[int] | None = None
 ) -> list[int]:
@@ -73,7 +77,7 @@ def orphaned_pairs(
     touched = []
     stale = ToolPair.objects.filter(
         status=ToolPair.Status.RUNNING,
-        heartbeat_at__lt=now - dt.timedelta(seconds=HEARTBEAT_STALE_S),
+        heartbeat_at__lt=now - dt.timedelta(seconds=heartbeat_expiry_s()),
     ).exclude(tool_use_id__in=running_here)
     if only is not None:
         stale = stale.filter(pk__in=only)
@@ -119,7 +123,13 @@ def _requeue(pair_id: int) -> bool:
 
 
 def stale_queued(now: dt.datetime | None = None) -> list[int]:
-    """Queued pairs whose task was lost (the process died before running it): enqueue again."""
+    """Queued pairs whose task was lost (the process died before running it): enqueue again.
+
+    Not with a durable queue (the tool workers'): a queued task waits there for a free worker,
+    however long, and enqueueing it again would only pile up copies.
+    """
+    if settings.TANDEM_TASKS_DURABLE:
+        return []
     now = now or timezone.now()
     cutoff = now - dt.timedelta(seconds=QUEUED_STALE_S)
     stale = ToolPair.objects.filter(
@@ -165,13 +175,11 @@ def release_dead_leases(me: str) -> list[int]:
     return freed
 
 
-def restart_recovery(running_here: set[str], me: str) -> list[int]:
-    """On start-up: work of dead processes on this host need not wait for timeouts.
-
-    Their turn leases are released (so their half-written replies are marked interrupted by
-    the next ``orphaned_replies``), their running tool calls are re-run or answered, and
-    queued calls, whose in-process task died with them, are enqueued again.
-    """
+def dead_on_this_host(running_here: set[str], me: str) -> list[int]:
+    """Work of dead processes on this host need not wait for timeouts: their turn leases are
+    released (so their half-written replies are marked interrupted by the next
+    ``orphaned_replies``) and their running tool calls re-run or answered. Every sweep does
+    this, so a web process or worker killed beside others is taken over within a sweep."""
     touched = release_dead_leases(me)
     dead = [
         pk
@@ -181,10 +189,20 @@ def restart_recovery(running_here: set[str], me: str) -> list[int]:
         if _runner_is_dead(runner, me)
     ]
     if dead:
-        later = timezone.now() + dt.timedelta(seconds=HEARTBEAT_STALE_S + 1)
+        later = timezone.now() + dt.timedelta(seconds=heartbeat_expiry_s() + 1)
         touched += orphaned_pairs(running_here, now=later, only=dead)
-    for pk in ToolPair.objects.filter(status=ToolPair.Status.QUEUED).values_list("pk", flat=True):
-        pairing.enqueue_run(pk)
+    return touched
+
+
+def restart_recovery(running_here: set[str], me: str) -> list[int]:
+    """On start-up: take over the work of dead processes on this host (``dead_on_this_host``),
+    and enqueue again the queued calls whose in-process task died with them (a durable queue
+    still holds its own)."""
+    touched = dead_on_this_host(running_here, me)
+    if not settings.TANDEM_TASKS_DURABLE:
+        queued = ToolPair.objects.filter(status=ToolPair.Status.QUEUED).values_list("pk", flat=True)
+        for pk in queued:
+            pairing.enqueue_run(pk)
     return touched
 
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from chat.modelapi import history
 from chat.models import Conversation, Message, ToolPair
-from chat.services import pairing, policy
+from chat.services import budgets, messages, pairing, policy
 from tools.registry import registry
 
 
@@ -129,3 +129,28 @@ def request_parts(conversation: Conversation) -> RequestParts:
         cache_ttl="1h" if settings.TANDEM_CACHE_STRATEGY == "1h" else "5m",
     )
     return RequestParts(thread, pending, options)
+
+
+@dataclass(frozen=True)
+class PreparedTurn:
+    """What the runner streams next: the request and the reply opened for it."""
+
+    request: dict[str, object]
+    reply_id: int
+
+
+def prepare_turn(conversation_id: int) -> PreparedTurn | bool:
+    """Everything before a model call in one go (one trip to the database thread, which the
+    continuation after a tool waits for): flush finished pairs, build the request, check the
+    budget, open the reply. False: nothing waits; True: answered by a budget notice instead.
+
+    Call only while holding the conversation's turn lease.
+    """
+    pairing.flush_ready(conversation_id)
+    turn = load_turn_input(conversation_id)
+    if turn is None:
+        return False
+    if budgets.refuse_if_over_budget(conversation_id, turn.last_seq):
+        return True  # a notice instead of a model call; the user's message stays stored
+    reply = messages.start_reply(conversation_id, turn.last_seq)
+    return PreparedTurn(turn.request, reply.pk)

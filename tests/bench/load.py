@@ -54,8 +54,10 @@ def run_load(
         host = urlsplit(url).hostname
         if url and host is not None and host not in LOCAL_HOSTS:
             raise SystemExit(f"{url}: only 127.0.0.1 is allowed")
-    setup = ("PostgreSQL" if database_url.startswith("postgres") else "SQLite") + (
-        " + Redis channel layer" if redis_url else " + in-memory channel layer"
+    setup = (
+        "one server process ("
+        + ("PostgreSQL" if database_url.startswith("postgres") else "SQLite")
+        + (" + Redis channel layer)" if redis_url else " + in-memory channel layer)")
     )
     report = LoadReport(clients, duration_s, setup, tokens_per_second)
     drop = _create_postgres_database(database_url) if database_url.startswith("postgres") else None
@@ -158,6 +160,9 @@ def _create_users(server: LiveServer, count: int) -> None:
 
 def _cpu_seconds(server: LiveServer) -> float:
     """User plus system CPU time of the server process so far (Linux)."""
+    cpu_seconds = getattr(server, "cpu_seconds", None)  # several processes (cluster_bench)
+    if cpu_seconds is not None:
+        return float(cpu_seconds())
     if server.process is None:
         return 0.0
     stat = Path(f"/proc/{server.process.pid}/stat").read_text()

@@ -82,8 +82,8 @@ class LoadReport:
         span = max(0.1, self.talk_s + (self.quiet_s or 0))
         quiet = "never (limit reached)" if self.quiet_s is None else f"{self.quiet_s:.1f} s"
         lines = [
-            f"== Load: {self.clients} clients for {self.duration_s:.0f} s, one server process "
-            f"({self.setup}), simulator at {self.tokens_per_second:.0f} tokens/s ==",
+            f"== Load: {self.clients} clients for {self.duration_s:.0f} s, {self.setup}, "
+            f"simulator at {self.tokens_per_second:.0f} tokens/s ==",
             f"setup (migrate, users, {self.clients} logins over HTTP, conversations): "
             f"{self.setup_s:.1f} s; talking {self.talk_s:.1f} s; quiet after the run: {quiet}",
             f"warm-up (the server's first reply, before the clients start): time to first "

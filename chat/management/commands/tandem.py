@@ -28,6 +28,11 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=settings.HOST)
         parser.add_argument("--port", type=int, default=settings.PORT)
         parser.add_argument("--no-demo", action="store_true", help="Never create demo accounts.")
+        parser.add_argument(
+            "--no-migrate",
+            action="store_true",
+            help="Do not migrate (tandem_cluster migrates once for all its processes).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -37,7 +42,8 @@ class Command(BaseCommand):
         if not has_key:
             raise CommandError("Set SECRET_KEY (or DEBUG=true for a local development run).")
         (settings.BASE_DIR / "var").mkdir(exist_ok=True)
-        call_command("migrate", interactive=False, verbosity=0)
+        if not options["no_migrate"]:
+            call_command("migrate", interactive=False, verbosity=0)
         if settings.TANDEM_DEMO_USERS and not options["no_demo"]:
             self._demo_users()
         host, port = options["host"], options["port"]
@@ -65,13 +71,20 @@ class Command(BaseCommand):
         )
 
     def _demo_users(self) -> None:
-        User = get_user_model()
-        if User.objects.exists():
-            return
-        self.stdout.write("Created demo accounts (development only):")
-        for username, password, staff in DEMO_USERS:
-            if staff:
-                User.objects.create_superuser(username, f"{username}@example.com", password)
-            else:
-                User.objects.create_user(username, f"{username}@example.com", password)
-            self.stdout.write(f"  {username} / {password}{'  (staff: /admin/)' if staff else ''}")
+        for line in create_demo_users():
+            self.stdout.write(line)
+
+
+def create_demo_users() -> list[str]:
+    """The demo accounts on a database without users; the lines that announce them."""
+    User = get_user_model()
+    if User.objects.exists():
+        return []
+    lines = ["Created demo accounts (development only):"]
+    for username, password, staff in DEMO_USERS:
+        if staff:
+            User.objects.create_superuser(username, f"{username}@example.com", password)
+        else:
+            User.objects.create_user(username, f"{username}@example.com", password)
+        lines.append(f"  {username} / {password}{'  (staff: /admin/)' if staff else ''}")
+    return lines

@@ -8,12 +8,11 @@ piece of model or user text goes through Django's autoescaping or the Markdown s
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from django.template.loader import render_to_string
 from django.utils.html import escape
-from django.utils.safestring import mark_safe
 
 from chat.models import ToolPair
 from chat.queries import sidebar
@@ -54,14 +53,24 @@ def append_card(pair: ToolPair, *, remove_live: bool) -> str:
     )
 
 
-def markdown_frame(message_id: int, blocks: list[str], open_html: str) -> str:
+def markdown_frame(message_id: int, blocks: Sequence[str], open_html: str) -> str:
     """Finished Markdown blocks go before the open block, which is replaced. Both come
-    sanitized from ``chat.markdown_stream`` (rendered once for every tab of the group)."""
-    return _render(
-        "markdown_frame",
-        message_id=message_id,
-        blocks=mark_safe("".join(blocks)),  # noqa: S308 - sanitized by nh3
-        open_html=mark_safe(open_html),  # noqa: S308 - sanitized by nh3
+    sanitized from ``chat.markdown_stream`` (rendered once for every tab of the group).
+
+    The ``markdown_frame`` partial, built without the template engine because it is on the
+    per-frame path, and memoised so the tabs of a conversation that follow along (and so lack
+    the same blocks) build a frame once; tests/chat/sockets/test_outbound.py checks it against
+    the template for any input."""
+    return _markdown_frame(message_id, tuple(blocks), open_html)
+
+
+@lru_cache(maxsize=256)
+def _markdown_frame(message_id: int, blocks: tuple[str, ...], open_html: str) -> str:
+    added = "".join(blocks)
+    before = f'<div hx-swap-oob="beforebegin:#msg-{message_id}-open">{added}</div>' if added else ""
+    return (
+        f'{before}<div id="msg-{message_id}-open" class="stream-open" hx-swap-oob="true">'
+        f"{open_html}</div>"
     )
 
 

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from django.template.loader import render_to_string
 from django.test import Client
+from django.utils.safestring import mark_safe
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -31,6 +32,25 @@ def test_it_pushes_markdown_blocks_before_the_open_block_and_replaces_that() -> 
     assert outbound.markdown_frame(3, [], "") == (
         '<div id="msg-3-open" class="stream-open" hx-swap-oob="true"></div>'
     )
+
+
+@given(
+    message_id=st.integers(min_value=1, max_value=10**12),
+    blocks=st.lists(st.text(), max_size=4),
+    open_html=st.text(),
+)
+def test_it_builds_a_markdown_frame_exactly_as_the_template_renders_it(
+    message_id: int, blocks: list[str], open_html: str
+) -> None:
+    template = render_to_string(
+        f"{outbound.TEMPLATE}#markdown_frame",
+        {
+            "message_id": message_id,
+            "blocks": mark_safe("".join(blocks)),
+            "open_html": mark_safe(open_html),
+        },
+    )
+    assert outbound.markdown_frame(message_id, blocks, open_html) == template
 
 
 @given(

@@ -36,6 +36,26 @@ def signed_in_page(browser: Any, cluster: Cluster) -> Any:
     return page
 
 
+def _explain(cluster: Cluster, url: str, *pages: Any) -> None:
+    """What the database and the tabs held when a wait ran out (a rare failure under load)."""
+    conversation_id = int(url.rstrip("/").rsplit("/", 1)[-1])
+    for row in cluster.sql(
+        "SELECT id, seq, role, status FROM chat_message WHERE conversation_id = %s ORDER BY seq",
+        conversation_id,
+    ):
+        print("message", row)
+    for row in cluster.sql(
+        "SELECT id, status, runner FROM chat_toolpair WHERE conversation_id = %s ORDER BY id",
+        conversation_id,
+    ):
+        print("pair", row)
+    for tab in pages:
+        state = tab.locator("#connection").get_attribute("data-state")
+        box = tab.get_by_role("textbox", name="Message").input_value()
+        cards = tab.locator(".tool-card").evaluate_all("els => els.map(e => e.className)")
+        print("tab", state, repr(box), cards)
+
+
 def test_two_tabs_through_the_proxy_follow_a_tool_on_a_worker(
     browser: Any, cluster: Cluster
 ) -> None:
@@ -54,7 +74,11 @@ def test_two_tabs_through_the_proxy_follow_a_tool_on_a_worker(
             tab.locator("article", has_text="The test was successful").last.wait_for()
         send(other, "run the demo tool for 30 seconds")
         card = page.locator(".tool-card.status-running", has_text="tool_buffer_demo")
-        card.wait_for(timeout=40_000)
+        try:
+            card.wait_for(timeout=40_000)
+        except Exception:
+            _explain(cluster, url, page, other)
+            raise
         card.get_by_role("button", name="Cancel").click()
         for tab in (page, other):
             tab.locator(".tool-card.status-cancelled").first.wait_for()

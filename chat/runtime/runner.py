@@ -28,7 +28,7 @@ from chat.modelapi.error_texts import TRUNCATED, describe_error, retrying_text
 from chat.models import Message
 from chat.runtime import engine
 from chat.runtime.broadcast import ReplyBroadcaster
-from chat.services import budgets, messages, pairing, retry_notes, turns
+from chat.services import messages, pairing, retry_notes, turns
 from chat.services.errors import ConversationGone
 
 logger = logging.getLogger(__name__)
@@ -52,11 +52,13 @@ async def _run_while_due(conversation_id: int) -> None:
         try:
             while await run_one_turn(conversation_id, owner):
                 pass
-        finally:
+        except BaseException:
             renewer.cancel()
             await db(turns.release_lease)(conversation_id, owner)
+            raise
+        renewer.cancel()
         # Re-check after letting go: work that arrived while we held the lease is not lost.
-        if not await db(turns.is_due)(conversation_id):
+        if not await db(turns.release_and_check)(conversation_id, owner):
             return
 
 
@@ -68,14 +70,12 @@ async def _keep_lease(conversation_id: int, owner: str) -> None:
 
 async def run_one_turn(conversation_id: int, owner: str) -> bool:
     """Flush what is ready and answer what waits; False when there is nothing to do."""
-    await db(pairing.flush_ready)(conversation_id)
-    turn = await db(turns.load_turn_input)(conversation_id)
+    turn = await db(turns.begin_turn)(conversation_id)  # one hop: flush, input, budget, start
     if turn is None:
         return False
-    if await db(budgets.refuse_if_over_budget)(conversation_id, turn.last_seq):
+    if turn.reply_id is None:
         return True  # a notice instead of a model call; the user's message stays stored
-    reply = await db(messages.start_reply)(conversation_id, turn.last_seq)
-    task = engine.spawn(stream_reply(conversation_id, reply.pk, turn.request, owner))
+    task = engine.spawn(stream_reply(conversation_id, turn.reply_id, turn.input.request, owner))
     await asyncio.wait([task])
     return True
 

@@ -10,12 +10,12 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Max, Q
+from django.db.models import IntegerField, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from chat.modelapi import history
 from chat.models import Conversation, Message, ToolPair
-from chat.services import pairing, policy
+from chat.services import budgets, messages, pairing, policy
 from tools.registry import registry
 
 
@@ -44,17 +44,36 @@ def release_lease(conversation_id: int, owner: str) -> None:
     )
 
 
+def _newest_user_seq(**filters: object) -> Subquery:
+    """The seq of the conversation's newest user message, as a column of the same query."""
+    newest = (
+        Message.objects.filter(conversation_id=OuterRef("pk"), role=Message.Role.USER, **filters)
+        .order_by("-seq")
+        .values("seq")[:1]
+    )
+    return Subquery(newest, output_field=IntegerField())
+
+
 def is_due(conversation_id: int) -> bool:
     """Something the model has not been asked about: a newer user turn or a finished pair."""
-    conversation = Conversation.objects.filter(pk=conversation_id).first()
-    if conversation is None:
-        return False
-    newest_user = (
-        conversation.messages.filter(role=Message.Role.USER).aggregate(m=Max("seq"))["m"] or 0
+    row = (
+        Conversation.objects.filter(pk=conversation_id)
+        .annotate(newest_user=_newest_user_seq())
+        .values_list("newest_user", "answered_seq")
+        .first()
     )
-    if newest_user > conversation.answered_seq:
+    if row is None:
+        return False
+    newest_user, answered_seq = row
+    if (newest_user or 0) > answered_seq:
         return True
     return pairing.ready_to_flush(conversation_id)
+
+
+def release_and_check(conversation_id: int, owner: str) -> bool:
+    """Let go of the lease, then whether work arrived meanwhile (one hop for the runner)."""
+    release_lease(conversation_id, owner)
+    return is_due(conversation_id)
 
 
 @dataclass(frozen=True)
@@ -67,17 +86,15 @@ class TurnInput:
 
 def load_turn_input(conversation_id: int) -> TurnInput | None:
     """The request for the next turn, or None when nothing waits for an answer."""
-    conversation = Conversation.objects.filter(pk=conversation_id).first()
+    # One query decides; the request (thread, calls, policies) is built only when it is due.
+    conversation = (
+        Conversation.objects.filter(pk=conversation_id)
+        .annotate(newest_user=_newest_user_seq(superseded=False))
+        .first()
+    )
     if conversation is None:
         return None
-    # One query decides; the request (thread, calls, policies) is built only when it is due.
-    newest_user = (
-        conversation.messages.filter(superseded=False, role=Message.Role.USER).aggregate(
-            m=Max("seq")
-        )["m"]
-        or 0
-    )
-    if newest_user <= conversation.answered_seq:
+    if (conversation.newest_user or 0) <= conversation.answered_seq:  # type: ignore[attr-defined]
         return None
     parts = request_parts(conversation)
     return TurnInput(
@@ -110,7 +127,8 @@ def request_parts(conversation: Conversation) -> RequestParts:
             conversation_id=conversation.pk, status__in=ToolPair.OPEN
         ).values_list("tool_use_id", "tool_name", "status")
     ]
-    rounds, invalid = pairing.since_last_prompt(conversation.pk)
+    last_prompt = max((m.seq for m in thread if m.kind == Message.Kind.PROMPT), default=0)
+    rounds, invalid = pairing.since_last_prompt(conversation.pk, last_prompt=last_prompt)
     next_round = rounds + 1
     allow_tools = not (
         pairing.round_cap_reached(next_round) or pairing.invalid_cap_reached(invalid)
@@ -129,3 +147,30 @@ def request_parts(conversation: Conversation) -> RequestParts:
         cache_ttl="1h" if settings.TANDEM_CACHE_STRATEGY == "1h" else "5m",
     )
     return RequestParts(thread, pending, options)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A turn that began: the request to send and the streaming reply that answers it
+    (``reply_id`` None: the owner is over budget and a notice answered instead)."""
+
+    input: TurnInput
+    reply_id: int | None
+
+
+def begin_turn(conversation_id: int) -> Turn | None:
+    """All a turn starts with, in one call (one hop to the database thread): flush finished
+    tool pairs, build the request when something waits, check the owner's budget, open the
+    streaming reply. None when nothing waits. Call only while holding the turn lease."""
+    if pairing.has_unflushed(conversation_id):
+        pairing.flush_ready(conversation_id)
+    turn = load_turn_input(conversation_id)
+    if turn is None:
+        return None
+    # The budget is read first without a transaction; the refusal re-checks under the lock.
+    if budgets.exhausted(turn.owner_id) is not None and budgets.refuse_if_over_budget(
+        conversation_id, turn.last_seq
+    ):
+        return Turn(turn, None)
+    reply = messages.start_reply(conversation_id, turn.last_seq)
+    return Turn(turn, reply.pk)

@@ -50,16 +50,25 @@ async def _run_while_due(conversation_id: int) -> None:
             return  # another process holds it; it re-checks before letting go
         renewer = engine.spawn(_keep_lease(conversation_id, owner))
         try:
-            while await run_one_turn(conversation_id, owner):
-                pass
+            again = await _run_turns(conversation_id, owner)
         except BaseException:
             renewer.cancel()
             await db(turns.release_lease)(conversation_id, owner)
             raise
         renewer.cancel()
-        # Re-check after letting go: work that arrived while we held the lease is not lost.
-        if not await db(turns.release_and_check)(conversation_id, owner):
+        if not again:
             return
+
+
+async def _run_turns(conversation_id: int, owner: str) -> bool:
+    """Turns while something is due; the lease is let go on return. True: work arrived while
+    it was held, claim it again."""
+    while await run_one_turn(conversation_id, owner):
+        # After a turn, usually nothing waits: one statement lets go unless something does.
+        if await db(turns.release_if_idle)(conversation_id, owner):
+            return False
+    # Re-check after letting go: work that arrived while we held the lease is not lost.
+    return bool(await db(turns.release_and_check)(conversation_id, owner))
 
 
 async def _keep_lease(conversation_id: int, owner: str) -> None:

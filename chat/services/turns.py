@@ -10,7 +10,8 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import IntegerField, OuterRef, Q, Subquery
+from django.db.models import Exists, IntegerField, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from chat.modelapi import history
@@ -68,6 +69,21 @@ def is_due(conversation_id: int) -> bool:
     if (newest_user or 0) > answered_seq:
         return True
     return pairing.ready_to_flush(conversation_id)
+
+
+def release_if_idle(conversation_id: int, owner: str) -> bool:
+    """Let go of the lease if nothing is due (``is_due``'s test, in the same UPDATE, so work
+    that commits later finds the lease free). True when released; False when something is
+    due (or the lease was lost): the caller runs the next turn, whose start looks again."""
+    unflushed = ToolPair.objects.filter(
+        conversation_id=OuterRef("pk"), flushed_at__isnull=True, finished_at__isnull=False
+    )
+    return bool(
+        Conversation.objects.filter(pk=conversation_id, lease_owner=owner)
+        .filter(~Exists(unflushed))
+        .filter(answered_seq__gte=Coalesce(_newest_user_seq(), 0))
+        .update(lease_owner="", lease_expires_at=None)
+    )
 
 
 def release_and_check(conversation_id: int, owner: str) -> bool:

@@ -110,7 +110,7 @@ def load_turn_input(conversation_id: int) -> TurnInput | None:
     )
     if conversation is None:
         return None
-    if (conversation.newest_user or 0) <= conversation.answered_seq:  # type: ignore[attr-defined]
+    if (conversation.newest_user or 0) <= conversation.answered_seq:
         return None
     parts = request_parts(conversation)
     return TurnInput(

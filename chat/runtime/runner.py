@@ -50,14 +50,25 @@ async def _run_while_due(conversation_id: int) -> None:
             return  # another process holds it; it re-checks before letting go
         renewer = engine.spawn(_keep_lease(conversation_id, owner))
         try:
-            while await run_one_turn(conversation_id, owner):
-                pass
-        finally:
+            again = await _run_turns(conversation_id, owner)
+        except BaseException:
             renewer.cancel()
             await db(turns.release_lease)(conversation_id, owner)
-        # Re-check after letting go: work that arrived while we held the lease is not lost.
-        if not await db(turns.is_due)(conversation_id):
+            raise
+        renewer.cancel()
+        if not again:
             return
+
+
+async def _run_turns(conversation_id: int, owner: str) -> bool:
+    """Turns while something is due; the lease is let go on return. True: work arrived while
+    it was held, claim it again."""
+    while await run_one_turn(conversation_id, owner):
+        # After a turn, usually nothing waits: one statement lets go unless something does.
+        if await db(turns.release_if_idle)(conversation_id, owner):
+            return False
+    # Re-check after letting go: work that arrived while we held the lease is not lost.
+    return bool(await db(turns.release_and_check)(conversation_id, owner))
 
 
 async def _keep_lease(conversation_id: int, owner: str) -> None:
@@ -68,10 +79,12 @@ async def _keep_lease(conversation_id: int, owner: str) -> None:
 
 async def run_one_turn(conversation_id: int, owner: str) -> bool:
     """Flush what is ready and answer what waits; False when there is nothing to do."""
-    prepared = await db(turns.prepare_turn)(conversation_id)
-    if isinstance(prepared, bool):
-        return prepared  # nothing to answer, or answered by a budget notice
-    task = engine.spawn(stream_reply(conversation_id, prepared.reply_id, prepared.request, owner))
+    turn = await db(turns.begin_turn)(conversation_id)  # one hop: flush, input, budget, start
+    if turn is None:
+        return False
+    if turn.reply_id is None:
+        return True  # a notice instead of a model call; the user's message stays stored
+    task = engine.spawn(stream_reply(conversation_id, turn.reply_id, turn.input.request, owner))
     await asyncio.wait([task])
     return True
 

@@ -81,16 +81,24 @@ def start_reply(conversation_id: int, answered_seq: int) -> Message:
     with transaction.atomic():
         conversation = lock(conversation_id)
         before = conversation.answered_seq
-        conversation.answered_seq = max(before, answered_seq)
-        conversation.last_request_at = timezone.now()  # the prompt cache lives from here
-        conversation.keepalives_sent = 0
-        conversation.save(update_fields=["answered_seq", "last_request_at", "keepalives_sent"])
+        seq = conversation.next_seq
+        # One UPDATE of the conversation: the reply's seq and rev, the answered mark, and the
+        # prompt cache's start (it lives from here).
+        rev = bump_rev(
+            conversation,
+            next_seq=seq + 1,
+            answered_seq=max(before, answered_seq),
+            last_request_at=timezone.now(),
+            keepalives_sent=0,
+        )
         # Prompts that were shown as queued are being answered now.
         conversation.messages.filter(
             kind=Message.Kind.PROMPT, seq__gt=before, seq__lte=answered_seq
-        ).update(rev=conversation.rev + 1)
-        message = append(
-            conversation,
+        ).update(rev=rev)
+        message = Message.objects.create(
+            conversation=conversation,
+            seq=seq,
+            rev=rev,
             role=Message.Role.ASSISTANT,
             kind=Message.Kind.REPLY,
             content=[],
@@ -103,7 +111,10 @@ def start_reply(conversation_id: int, answered_seq: int) -> Message:
 def save_reply_snapshot(message_id: int, content: list[dict[str, Any]]) -> bool:
     """Write the text streamed so far (at most about once a second); True if stop was asked
     or the reply is gone (its conversation was deleted, maybe by another process)."""
-    Message.objects.filter(pk=message_id, status=Message.Status.STREAMING).update(content=content)
+    streaming = Message.objects.filter(pk=message_id, status=Message.Status.STREAMING)
+    if streaming.filter(stop_requested=False).update(content=content):
+        return False  # the usual case: one statement
+    streaming.update(content=content)  # stop was asked (or the reply is gone or done)
     return not Message.objects.filter(pk=message_id, stop_requested=False).exists()
 
 
@@ -118,10 +129,17 @@ def finish_reply(
     api_message_id: str = "",
 ) -> Message:
     with transaction.atomic():
-        message = Message.objects.filter(pk=message_id).first()
+        # The reply and its conversation in one query, the conversation's row locked (as
+        # ``lock`` does) for the new rev.
+        message = (
+            Message.objects.select_related("conversation")
+            .select_for_update(of=("conversation",))
+            .filter(pk=message_id)
+            .first()
+        )
         if message is None:
             raise ConversationGone(f"The reply {message_id} was deleted with its conversation.")
-        conversation = lock(message.conversation_id)
+        conversation = message.conversation
         message.rev = bump_rev(conversation)
         message.content = content
         message.status = status

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from chat.models import Conversation, Message, ToolPair
@@ -37,19 +37,24 @@ class Refusal:
     decision: str = ""
 
 
-def since_last_prompt(conversation_id: int) -> tuple[int, int]:
-    """(tool rounds, invalid calls) since the user last wrote."""
-    last_prompt = (
-        Message.objects.filter(conversation_id=conversation_id, kind=Message.Kind.PROMPT)
-        .order_by("-seq")
-        .values_list("seq", flat=True)
-        .first()
-        or 0
+def since_last_prompt(conversation_id: int, *, last_prompt: int | None = None) -> tuple[int, int]:
+    """(tool rounds, invalid calls) since the user last wrote (at seq ``last_prompt``, looked
+    up when not given)."""
+    if last_prompt is None:
+        last_prompt = (
+            Message.objects.filter(conversation_id=conversation_id, kind=Message.Kind.PROMPT)
+            .order_by("-seq")
+            .values_list("seq", flat=True)
+            .first()
+            or 0
+        )
+    counts = ToolPair.objects.filter(
+        conversation_id=conversation_id, message__seq__gt=last_prompt
+    ).aggregate(
+        rounds=Count("message_id", distinct=True),
+        invalid=Count("pk", filter=Q(decision__startswith="invalid")),
     )
-    pairs = ToolPair.objects.filter(conversation_id=conversation_id, message__seq__gt=last_prompt)
-    rounds = pairs.values("message_id").distinct().count()
-    invalid = pairs.filter(decision__startswith="invalid").count()
-    return rounds, invalid
+    return counts["rounds"], counts["invalid"]
 
 
 def round_cap_reached(rounds_with_this_one: int) -> bool:
@@ -318,6 +323,15 @@ def ready_to_flush(conversation_id: int) -> bool:
     return ToolPair.objects.filter(
         conversation_id=conversation_id, flushed_at__isnull=True, finished_at__isnull=False
     ).exists()
+
+
+def has_unflushed(conversation_id: int) -> bool:
+    """Whether ``flush_ready`` has anything to do (a read, no lock: the caller then flushes)."""
+    return (
+        ToolPair.objects.filter(conversation_id=conversation_id, flushed_at__isnull=True)
+        .filter(~Q(status__in=ToolPair.OPEN))
+        .exists()
+    )
 
 
 def flush_ready(conversation_id: int) -> list[ToolPair]:

@@ -10,7 +10,8 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Max, Q
+from django.db.models import Exists, IntegerField, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from chat.modelapi import history
@@ -44,17 +45,51 @@ def release_lease(conversation_id: int, owner: str) -> None:
     )
 
 
+def _newest_user_seq(**filters: object) -> Subquery:
+    """The seq of the conversation's newest user message, as a column of the same query."""
+    newest = (
+        Message.objects.filter(conversation_id=OuterRef("pk"), role=Message.Role.USER, **filters)
+        .order_by("-seq")
+        .values("seq")[:1]
+    )
+    return Subquery(newest, output_field=IntegerField())
+
+
 def is_due(conversation_id: int) -> bool:
     """Something the model has not been asked about: a newer user turn or a finished pair."""
-    conversation = Conversation.objects.filter(pk=conversation_id).first()
-    if conversation is None:
-        return False
-    newest_user = (
-        conversation.messages.filter(role=Message.Role.USER).aggregate(m=Max("seq"))["m"] or 0
+    row = (
+        Conversation.objects.filter(pk=conversation_id)
+        .annotate(newest_user=_newest_user_seq())
+        .values_list("newest_user", "answered_seq")
+        .first()
     )
-    if newest_user > conversation.answered_seq:
+    if row is None:
+        return False
+    newest_user, answered_seq = row
+    if (newest_user or 0) > answered_seq:
         return True
     return pairing.ready_to_flush(conversation_id)
+
+
+def release_if_idle(conversation_id: int, owner: str) -> bool:
+    """Let go of the lease if nothing is due (``is_due``'s test, in the same UPDATE, so work
+    that commits later finds the lease free). True when released; False when something is
+    due (or the lease was lost): the caller runs the next turn, whose start looks again."""
+    unflushed = ToolPair.objects.filter(
+        conversation_id=OuterRef("pk"), flushed_at__isnull=True, finished_at__isnull=False
+    )
+    return bool(
+        Conversation.objects.filter(pk=conversation_id, lease_owner=owner)
+        .filter(~Exists(unflushed))
+        .filter(answered_seq__gte=Coalesce(_newest_user_seq(), 0))
+        .update(lease_owner="", lease_expires_at=None)
+    )
+
+
+def release_and_check(conversation_id: int, owner: str) -> bool:
+    """Let go of the lease, then whether work arrived meanwhile (one hop for the runner)."""
+    release_lease(conversation_id, owner)
+    return is_due(conversation_id)
 
 
 @dataclass(frozen=True)
@@ -67,17 +102,15 @@ class TurnInput:
 
 def load_turn_input(conversation_id: int) -> TurnInput | None:
     """The request for the next turn, or None when nothing waits for an answer."""
-    conversation = Conversation.objects.filter(pk=conversation_id).first()
+    # One query decides; the request (thread, calls, policies) is built only when it is due.
+    conversation = (
+        Conversation.objects.filter(pk=conversation_id)
+        .annotate(newest_user=_newest_user_seq(superseded=False))
+        .first()
+    )
     if conversation is None:
         return None
-    # One query decides; the request (thread, calls, policies) is built only when it is due.
-    newest_user = (
-        conversation.messages.filter(superseded=False, role=Message.Role.USER).aggregate(
-            m=Max("seq")
-        )["m"]
-        or 0
-    )
-    if newest_user <= conversation.answered_seq:
+    if (conversation.newest_user or 0) <= conversation.answered_seq:
         return None
     parts = request_parts(conversation)
     return TurnInput(
@@ -110,7 +143,8 @@ def request_parts(conversation: Conversation) -> RequestParts:
             conversation_id=conversation.pk, status__in=ToolPair.OPEN
         ).values_list("tool_use_id", "tool_name", "status")
     ]
-    rounds, invalid = pairing.since_last_prompt(conversation.pk)
+    last_prompt = max((m.seq for m in thread if m.kind == Message.Kind.PROMPT), default=0)
+    rounds, invalid = pairing.since_last_prompt(conversation.pk, last_prompt=last_prompt)
     next_round = rounds + 1
     allow_tools = not (
         pairing.round_cap_reached(next_round) or pairing.invalid_cap_reached(invalid)
@@ -132,25 +166,27 @@ def request_parts(conversation: Conversation) -> RequestParts:
 
 
 @dataclass(frozen=True)
-class PreparedTurn:
-    """What the runner streams next: the request and the reply opened for it."""
+class Turn:
+    """A turn that began: the request to send and the streaming reply that answers it
+    (``reply_id`` None: the owner is over budget and a notice answered instead)."""
 
-    request: dict[str, object]
-    reply_id: int
+    input: TurnInput
+    reply_id: int | None
 
 
-def prepare_turn(conversation_id: int) -> PreparedTurn | bool:
-    """Everything before a model call in one go (one trip to the database thread, which the
-    continuation after a tool waits for): flush finished pairs, build the request, check the
-    budget, open the reply. False: nothing waits; True: answered by a budget notice instead.
-
-    Call only while holding the conversation's turn lease.
-    """
-    pairing.flush_ready(conversation_id)
+def begin_turn(conversation_id: int) -> Turn | None:
+    """All a turn starts with, in one call (one hop to the database thread): flush finished
+    tool pairs, build the request when something waits, check the owner's budget, open the
+    streaming reply. None when nothing waits. Call only while holding the turn lease."""
+    if pairing.has_unflushed(conversation_id):
+        pairing.flush_ready(conversation_id)
     turn = load_turn_input(conversation_id)
     if turn is None:
-        return False
-    if budgets.refuse_if_over_budget(conversation_id, turn.last_seq):
-        return True  # a notice instead of a model call; the user's message stays stored
+        return None
+    # The budget is read first without a transaction; the refusal re-checks under the lock.
+    if budgets.exhausted(turn.owner_id) is not None and budgets.refuse_if_over_budget(
+        conversation_id, turn.last_seq
+    ):
+        return Turn(turn, None)
     reply = messages.start_reply(conversation_id, turn.last_seq)
-    return PreparedTurn(turn.request, reply.pk)
+    return Turn(turn, reply.pk)

@@ -19,16 +19,20 @@ def record(
         return None
     fields = UsageRecord.fields_from_usage(usage)
     if message is not None:
-        row, _ = UsageRecord.objects.update_or_create(
-            message=message,
-            defaults={
-                "user_id": conversation.owner_id,
-                "conversation": conversation,
-                "kind": kind,
-                "model": conversation.model,
-                **fields,
-            },
-        )
+        # update_or_create without its savepoint: the caller holds the conversation's lock.
+        values = {
+            "user_id": conversation.owner_id,
+            "conversation": conversation,
+            "kind": kind,
+            "model": conversation.model,
+            **fields,
+        }
+        row = UsageRecord.objects.filter(message=message).first()
+        if row is None:
+            return UsageRecord.objects.create(message=message, **values)
+        for name, value in values.items():
+            setattr(row, name, value)
+        row.save()
         return row
     return UsageRecord.objects.create(
         user_id=conversation.owner_id,

@@ -199,7 +199,8 @@ class Bench:
             for r in rounds:
                 print(f"  {r.cores()}", flush=True)
             for r in rounds[1:]:
-                print(f"  {r.server} statements per reply: {r.statements()}", flush=True)
+                top = 60 if os.environ.get("BENCH_QUERY_SITES") == "1" else 8
+                print(f"  {r.server} statements per reply: {r.statements(top)}", flush=True)
         print("\n" + table(rows), flush=True)
         return self.rounds
 
@@ -271,6 +272,8 @@ def load_average() -> str:
 
 
 def run(args: argparse.Namespace) -> list[Round]:
+    if args.sites:
+        os.environ["BENCH_QUERY_SITES"] = "1"  # read by tests/bench/tandem_server.py
     with tempfile.TemporaryDirectory(prefix="tandem-relay-", delete=not args.keep) as workdir:
         print(
             f"== relay benchmark: N = {args.n}, fake API {args.tps:g} tokens/s, {args.tokens} "
@@ -323,6 +326,11 @@ def parser() -> argparse.ArgumentParser:
         default="",
         choices=["", *EXPERIMENTS],
         help="a what-if patch applied to the Tandem server (tests/bench/tandem_server.py)",
+    )
+    p.add_argument(
+        "--sites",
+        action="store_true",
+        help="count statements by the app function running them too (costs CPU; not for timing)",
     )
     p.add_argument("--keep", action="store_true", help="keep the work directory (logs, database)")
     return p

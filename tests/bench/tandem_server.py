@@ -24,12 +24,14 @@ import json
 import os
 import re
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 COUNTS_ENV = "BENCH_COUNTS_FILE"
+SITES_ENV = "BENCH_QUERY_SITES"  # "1": statements are also counted by the app function running them
 _WRITE = re.compile(r"\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.I)
 _TABLE = re.compile(
     r'\s*(?:(SELECT)\b.*?\bFROM\s+"(\w+)"|(INSERT)\s+INTO\s+"(\w+)"|(UPDATE)\s+"(\w+)"'
@@ -75,11 +77,26 @@ class Counts:
 COUNTS = Counts()
 
 
+def query_site() -> str:
+    """The innermost ``chat.*`` function on the stack (``services.turns.claim_lease``)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module.startswith("chat.") and module != "chat.services.conversations":
+            return f"{module[5:]}.{frame.f_code.co_name}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return "?"
+
+
+_SITES = os.environ.get(SITES_ENV) == "1"
+
+
 def count_statement(
     execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any
 ) -> Any:
+    kind = statement_kind(sql)
     COUNTS.add(
-        statement_kind(sql),
+        f"{query_site()}: {kind}" if _SITES else kind,
         queries=1,
         writes=1 if _WRITE.match(sql) else 0,
         doorbell_queries=1 if _doorbell.get() else 0,

@@ -8,6 +8,7 @@ rung only after the transaction that made the change commits.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -52,7 +53,10 @@ def ring(conversation_id: int, owner_id: int | None = None) -> None:
     """After commit: tell every open tab of this conversation (and its owner's list) to look."""
 
     def send() -> None:
-        _publish_from_anywhere(conversation_group(conversation_id), {"type": "conv.changed"})
+        # ``at``: when the bell rang (after commit); a tab may share a read only if it began
+        # after that (chat.sockets.fanout), so no read from before the change answers it.
+        bell = {"type": "conv.changed", "at": time.time()}
+        _publish_from_anywhere(conversation_group(conversation_id), bell)
         if owner_id is not None:
             _publish_from_anywhere(
                 user_group(owner_id), {"type": "convlist.changed", "conversation": conversation_id}

@@ -221,11 +221,11 @@ class ConversationConsumer(GroupSocket):
 
     # --- from the channel layer ------------------------------------------------------------
 
-    async def push_changes(self, *, resync: bool = False) -> None:
+    async def push_changes(self, *, resync: bool = False, rung_at: float | None = None) -> None:
         if not (resync or self.tab.synced):
             return  # a doorbell before the page's sync: the sync answers with all of it
         shared = await fanout.changes_since(
-            self.conversation_id, self.tab.seq, self.tab.rev, resync=resync
+            self.conversation_id, self.tab.seq, self.tab.rev, resync=resync, rung_at=rung_at
         )
         if shared is None:
             await self.close(code=CLOSE_NOT_FOUND)
@@ -234,7 +234,7 @@ class ConversationConsumer(GroupSocket):
         await self.send(text_data="".join(parts))
 
     async def conv_changed(self, event: dict[str, Any]) -> None:
-        await self.push_changes()
+        await self.push_changes(rung_at=event.get("at"))
 
     async def reply_delta(self, event: dict[str, Any]) -> None:
         if self.tab.needs_refresh(event["message"]):

@@ -16,6 +16,7 @@ database (the test database) exists per connection, so there it stays on the sha
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,8 @@ class Rendered:
 
 
 Key = tuple[int, int, int, bool]
-_in_flight: dict[Key, asyncio.Task[Rendered | None]] = {}
+# key -> (the read, wall-clock time it began)
+_in_flight: dict[Key, tuple[asyncio.Task[Rendered | None], float]] = {}
 
 
 def reads_off_thread() -> bool:
@@ -69,21 +71,34 @@ def _load(conversation_id: int, seq: int, rev: int, resync: bool) -> Rendered | 
 
 
 async def changes_since(
-    conversation_id: int, seq: int, rev: int, *, resync: bool = False
+    conversation_id: int,
+    seq: int,
+    rev: int,
+    *,
+    resync: bool = False,
+    rung_at: float | None = None,
 ) -> Rendered | None:
-    """What a tab at (seq, rev) lacks, rendered; None if the conversation is gone."""
+    """What a tab at (seq, rev) lacks, rendered; None if the conversation is gone.
+
+    ``rung_at``: when the doorbell this answers rang. A read already in flight is shared only
+    if it began after that, so it sees the change the bell announced (a read begun earlier may
+    have missed it); without a time (sync, resync, a late delta) the tab reads for itself."""
     key = (conversation_id, seq, rev, resync)
-    task = _in_flight.get(key)
-    if task is None:
+    entry = _in_flight.get(key)
+    if entry is not None and rung_at is not None and entry[1] >= rung_at:
+        task = entry[0]
+    else:
+        began = time.time()
         task = asyncio.ensure_future(read(_load)(conversation_id, seq, rev, resync))
-        _in_flight[key] = task
+        _in_flight[key] = (task, began)
         task.add_done_callback(lambda done: _forget(key, done))
     # A tab that closes while it waits must not cancel the read the others wait for.
     return await asyncio.shield(task)
 
 
 def _forget(key: Key, task: asyncio.Task[Rendered | None]) -> None:
-    if _in_flight.get(key) is task:
+    entry = _in_flight.get(key)
+    if entry is not None and entry[0] is task:
         del _in_flight[key]
     if not task.cancelled():
         task.exception()  # retrieved: every waiter has it raised already

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -41,10 +42,13 @@ def test_it_rings_the_conversation_and_its_owner_after_commit() -> None:
     with transaction.atomic():
         events.ring(12, 3)
         assert received() == []  # nothing before the commit
-    assert received() == [
-        {"type": "conv.changed"},
+        committing = time.time()
+    got = received()
+    assert got == [
+        {"type": "conv.changed", "at": got[0]["at"]},
         {"type": "convlist.changed", "conversation": 12},
     ]
+    assert committing <= got[0]["at"] <= time.time()  # rung after the commit
 
 
 @pytest.mark.django_db(transaction=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -36,7 +37,11 @@ async def test_tabs_at_one_cursor_share_one_read_and_one_rendering(
     conversation: Any, counted: dict[str, Any]
 ) -> None:
     await database_sync_to_async(messages.post_user_message)(conversation.pk, "hello")
-    tabs = [asyncio.ensure_future(fanout.changes_since(conversation.pk, 0, 0)) for _ in range(5)]
+    rung = time.time()  # one bell, heard by five tabs
+    tabs = [
+        asyncio.ensure_future(fanout.changes_since(conversation.pk, 0, 0, rung_at=rung))
+        for _ in range(5)
+    ]
     await asyncio.sleep(0.05)
     counted["release"].set()
     answers = await asyncio.gather(*tabs)
@@ -58,13 +63,31 @@ async def test_another_cursor_or_a_later_doorbell_reads_again(
 async def test_a_tab_that_closes_while_waiting_leaves_the_read_to_the_others(
     conversation: Any, counted: dict[str, Any]
 ) -> None:
-    first = asyncio.ensure_future(fanout.changes_since(conversation.pk, 0, 0))
-    second = asyncio.ensure_future(fanout.changes_since(conversation.pk, 0, 0))
+    rung = time.time()
+    first = asyncio.ensure_future(fanout.changes_since(conversation.pk, 0, 0, rung_at=rung))
+    second = asyncio.ensure_future(fanout.changes_since(conversation.pk, 0, 0, rung_at=rung))
     await asyncio.sleep(0.05)
     first.cancel()
     counted["release"].set()
     assert await second is not None
     assert first.cancelled() and counted["reads"] == 1
+
+
+async def test_a_bell_rung_after_a_read_began_is_not_answered_by_that_read(
+    conversation: Any, counted: dict[str, Any]
+) -> None:
+    before = time.time()
+    early = asyncio.ensure_future(fanout.changes_since(conversation.pk, 0, 0, rung_at=before))
+    await asyncio.sleep(0.05)  # the read is in flight; a change commits and its bell rings
+    late = asyncio.ensure_future(fanout.changes_since(conversation.pk, 0, 0, rung_at=time.time()))
+    same_bell = asyncio.ensure_future(fanout.changes_since(conversation.pk, 0, 0, rung_at=before))
+    unstamped = asyncio.ensure_future(fanout.changes_since(conversation.pk, 0, 0))
+    await asyncio.sleep(0.05)
+    counted["release"].set()
+    answers = await asyncio.gather(early, late, same_bell, unstamped)
+    assert counted["reads"] == 3  # the early read, the late bell's, the unstamped one's
+    assert answers[1] is not answers[0]  # the late bell did not take the early read's answer
+    assert answers[2] is answers[1]  # the newest read began after the earlier bell too
 
 
 def test_reads_leave_the_shared_thread_except_on_an_in_memory_sqlite() -> None:

@@ -104,8 +104,12 @@ async def test_cancel_on_another_process_reaches_the_mcp_server(
         assert status == "running" and cluster.child_of(str(runner)).startswith("worker")
         pressed = time.monotonic()
         await two.send({"type": "cancel", "pair": pair_id})
-        assert await asyncio.to_thread(mcp_server.cancelled.wait, 10), "no MCP cancellation"
+        # At MCP 2026-07-28 over streamable HTTP, closing the call's response stream is the
+        # cancellation (the SDK turns its `notifications/cancelled` into that): the server's
+        # handler is cancelled. Before that era the SDK POSTs the notification instead.
+        stopped = await asyncio.to_thread(mcp_server.cancelled.wait, 10)
         took = time.monotonic() - pressed
+        assert stopped, "no MCP cancellation reached the server"
         assert took < 2.0, f"MCP cancellation reached the server after {took:.2f} s"
         words = newest_reply_words(cluster, conversation_id, results_seq(cluster, conversation_id))
         rows = cluster.wait_sql(

@@ -46,6 +46,7 @@ class Cluster:
     web: int = 2
     workers: int = 2
     name: str = field(default_factory=lambda: f"tandem_scale_{uuid.uuid4().hex[:10]}")
+    extra_env: dict[str, str] = field(default_factory=dict)  # more settings for every process
     port: int = field(default_factory=free_port)
     pids: dict[str, int] = field(default_factory=dict)
     urls: dict[str, str] = field(default_factory=dict)
@@ -89,6 +90,7 @@ class Cluster:
                 "PYTHONUNBUFFERED": "1",
             }
         )
+        env.update(self.extra_env)
         return env
 
     def start(self) -> None:
@@ -154,12 +156,15 @@ class Cluster:
         return next(name for name, p in self.pids.items() if p == pid)
 
     def create_user(self, username: str, password: str, *, staff: bool = False) -> None:
-        code = (
+        self.shell(
             "from django.contrib.auth import get_user_model; U = get_user_model(); "
             f"u = U.objects.create_user({username!r}, password={password!r}); "
             f"u.is_staff = u.is_superuser = {staff!r}; u.save()"
         )
-        subprocess.run(
+
+    def shell(self, code: str) -> str:
+        """Run Python in `manage.py shell` with the cluster's settings; what it printed."""
+        done = subprocess.run(
             [sys.executable, "manage.py", "shell", "-c", code],
             cwd=ROOT,
             env=self.env,
@@ -167,6 +172,7 @@ class Cluster:
             capture_output=True,
             timeout=120,
         )
+        return done.stdout.decode(errors="replace")
 
     def sql(self, query: str, *params: Any) -> list[tuple[Any, ...]]:
         with psycopg.connect(self.database_url, autocommit=True) as conn:

@@ -103,6 +103,13 @@ class GroupSocket(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if not await socket_auth.still_signed_in(self.scope):
             await self.close(code=CLOSE_UNAUTHENTICATED)
 
+    async def layer_rejoined(self, event: dict[str, Any]) -> None:
+        """Redis came back (chat.runtime.redis_layer): send what was missed meanwhile."""
+        await self.resync()
+
+    async def resync(self) -> None:
+        raise NotImplementedError
+
 
 class ConversationConsumer(GroupSocket):
     conversation_id: int
@@ -216,6 +223,9 @@ class ConversationConsumer(GroupSocket):
         html = "".join(await db(self.tab.apply_changes)(changes))
         await self.send(text_data=html)
 
+    async def resync(self) -> None:
+        await self.push_changes(resync=True)
+
     async def conv_changed(self, event: dict[str, Any]) -> None:
         await self.push_changes()
 
@@ -271,6 +281,9 @@ class ConversationListConsumer(GroupSocket):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if await self.admit_frame():
             await self.push()  # any frame (the page's sync) asks for the current list
+
+    async def resync(self) -> None:
+        await self.push()
 
     async def convlist_changed(self, event: dict[str, Any]) -> None:
         await self.push()

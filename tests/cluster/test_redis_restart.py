@@ -40,9 +40,7 @@ def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]
 
 
 @pytest.fixture(scope="module")
-def cluster(
-    tmp_path_factory: pytest.TempPathFactory, own_redis: RedisServer
-) -> Iterator[Cluster]:
+def cluster(tmp_path_factory: pytest.TempPathFactory, own_redis: RedisServer) -> Iterator[Cluster]:
     stack = Cluster(
         tmp_path_factory.mktemp("cluster"),
         workers=1,
@@ -168,9 +166,8 @@ async def test_tabs_resync_after_a_redis_restart_and_the_conversation_goes_on(
             PAIR, conversation_id, until=lambda r: bool(r) and r[0][1] == "succeeded", within=60
         )
         assert cluster.child_of(str(pairs[0][2])).startswith("worker")
-        finished = cluster.sql(
-            "SELECT finished_at FROM chat_toolpair WHERE id = %s", pairs[0][0]
-        )[0][0]
+        finished_at = "SELECT finished_at FROM chat_toolpair WHERE id = %s"
+        finished = cluster.sql(finished_at, pairs[0][0])[0][0]
         results = cluster.wait_sql(
             "SELECT seq, created_at FROM chat_message WHERE conversation_id = %s"
             " AND kind = 'tool_results'",

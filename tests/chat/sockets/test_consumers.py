@@ -152,3 +152,27 @@ async def test_it_streams_thinking_to_a_tab_that_joins_mid_reply_without_gaps(
     thought = "".join(b["thinking"] for b in reply.content if b["type"] == "thinking")
     assert thought and reply.status == Message.Status.COMPLETE
     assert any("thinking-text" in f for f in frames)
+
+
+async def test_a_socket_resyncs_from_the_database_when_the_layer_joined_again(
+    connect: Any, owner: Any, conversation: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis came back (chat.runtime.redis_layer): what was stored meanwhile, whose doorbell
+    was lost, reaches the open socket."""
+    from channels.layers import get_channel_layer
+
+    from chat.runtime import events
+    from chat.services import messages
+
+    socket = await connect(owner, conversation.pk)
+    while not await socket.receive_nothing(timeout=0.3):
+        await socket.receive_from()  # whatever opening the socket sent
+    monkeypatch.setattr(messages.events, "ring", lambda *args, **kwargs: None)  # lost
+    monkeypatch.setattr(messages.engine, "kick", lambda conversation_id: None)
+    await db(messages.post_user_message)(conversation.pk, "stored while Redis was away")
+    assert await socket.receive_nothing(timeout=0.3)
+    await get_channel_layer().group_send(
+        events.conversation_group(conversation.pk), {"type": "layer.rejoined"}
+    )
+    frames = await frames_until(socket, lambda f: "stored while Redis was away" in f)
+    assert sum("stored while Redis was away" in f for f in frames) == 1

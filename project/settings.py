@@ -106,7 +106,8 @@ REDIS_PREFIX = env.str("REDIS_PREFIX", default="tandem")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            # channels_redis's layer that joins its groups again after Redis restarts
+            "BACKEND": "chat.runtime.redis_layer.RejoiningRedisChannelLayer",
             "CONFIG": {
                 # channels_redis blocks 5 s per receive; redis-py 8 gives up reading after 5 s
                 # by default, which would fail every idle receive: allow more.

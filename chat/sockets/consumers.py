@@ -115,6 +115,13 @@ class GroupSocket(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if not await socket_auth.still_signed_in(self.scope):
             await self.close(code=CLOSE_UNAUTHENTICATED)
 
+    async def layer_rejoined(self, event: dict[str, Any]) -> None:
+        """Redis came back (chat.runtime.redis_layer): send what was missed meanwhile."""
+        await self.resync()
+
+    async def resync(self) -> None:
+        raise NotImplementedError
+
 
 class ConversationConsumer(GroupSocket):
     conversation_id: int
@@ -233,6 +240,9 @@ class ConversationConsumer(GroupSocket):
         parts = self.tab.apply_changes(shared.changes, new=shared.new, replaced=shared.replaced)
         await self.send(text_data="".join(parts))
 
+    async def resync(self) -> None:
+        await self.push_changes(resync=True)
+
     async def conv_changed(self, event: dict[str, Any]) -> None:
         await self.push_changes(rung_at=event.get("at"))
 
@@ -297,6 +307,9 @@ class ConversationListConsumer(GroupSocket):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if await self.admit_frame():
             self.want_push()  # any frame (the page's sync) asks for the current list
+
+    async def resync(self) -> None:
+        await self.push()
 
     async def convlist_changed(self, event: dict[str, Any]) -> None:
         self.want_push()

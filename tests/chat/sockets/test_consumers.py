@@ -192,3 +192,27 @@ async def test_it_places_nothing_before_the_page_reports_its_cursor(
     await socket.send_json_to({"type": "sync", "seq": 0, "rev": 0})
     frames = await frames_until(socket, lambda f: "sync-cursor" in f)
     assert sum(f.count('<article id="msg-') for f in frames) == 2  # once each, prompt and reply
+
+
+async def test_a_socket_resyncs_from_the_database_when_the_layer_joined_again(
+    connect: Any, owner: Any, conversation: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis came back (chat.runtime.redis_layer): what was stored meanwhile, whose doorbell
+    was lost, reaches the open socket."""
+    from channels.layers import get_channel_layer
+
+    from chat.runtime import events
+    from chat.services import messages
+
+    socket = await connect(owner, conversation.pk)
+    while not await socket.receive_nothing(timeout=0.3):
+        await socket.receive_from()  # whatever opening the socket sent
+    monkeypatch.setattr(messages.events, "ring", lambda *args, **kwargs: None)  # lost
+    monkeypatch.setattr(messages.engine, "kick", lambda conversation_id: None)
+    await db(messages.post_user_message)(conversation.pk, "stored while Redis was away")
+    assert await socket.receive_nothing(timeout=0.3)
+    await get_channel_layer().group_send(
+        events.conversation_group(conversation.pk), {"type": "layer.rejoined"}
+    )
+    frames = await frames_until(socket, lambda f: "stored while Redis was away" in f)
+    assert sum("stored while Redis was away" in f for f in frames) == 1

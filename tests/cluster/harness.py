@@ -49,7 +49,6 @@ class Cluster:
     extra_env: dict[str, str] = field(default_factory=dict)  # more settings for every process
     port: int = field(default_factory=free_port)
     redis_url: str = REDIS_URL
-    extra_env: dict[str, str] = field(default_factory=dict)
     pids: dict[str, int] = field(default_factory=dict)
     urls: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
@@ -93,7 +92,6 @@ class Cluster:
                 **self.extra_env,
             }
         )
-        env.update(self.extra_env)
         return env
 
     def start(self) -> None:

@@ -63,8 +63,8 @@ def reply_text(content: list[dict[str, object]]) -> str:
 def shown_exactly_once(tab: Tab, message_id: int, text: str) -> None:
     """The last frame touching the reply replaces it whole, finished, with its text once.
 
-    Live text is appended to ``#msg-ID-stream``; any later frame about the reply names it. So
-    if the last one is the finished article, that article is what the tab shows."""
+    Live text streams into ``#msg-ID-open`` (Markdown blocks); any later frame about the reply
+    names it. So if the last one is the finished article, that article is what the tab shows."""
     anchor = f'id="msg-{message_id}"'
     last = next(raw for raw in reversed(tab.raw) if f"msg-{message_id}" in raw)
     assert anchor in last, "the last frame about the reply is not the whole reply"
@@ -99,7 +99,7 @@ async def test_tabs_resync_after_a_redis_restart_and_the_conversation_goes_on(
         reply_id = rows[0][0]
         for tab in tabs:  # live text reaches both tabs before the outage
             deadline = time.monotonic() + 30
-            while not any(f"#msg-{reply_id}-stream" in raw for raw in tab.raw):
+            while not any(f"msg-{reply_id}-open" in raw for raw in tab.raw):
                 assert time.monotonic() < deadline, "no live text before the outage"
                 await asyncio.sleep(0.05)
 
@@ -149,7 +149,7 @@ async def test_tabs_resync_after_a_redis_restart_and_the_conversation_goes_on(
         second = rows[1][0]
         for tab in tabs:
             deadline = time.monotonic() + 30
-            while not any(f"#msg-{second}-stream" in raw for raw in tab.raw):
+            while not any(f"msg-{second}-open" in raw for raw in tab.raw):
                 assert time.monotonic() < deadline, "the new reply did not stream live"
                 await asyncio.sleep(0.05)
         cluster.wait_sql(

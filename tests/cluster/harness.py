@@ -29,7 +29,7 @@ import redis
 from websockets.asyncio.client import ClientConnection, connect
 
 from tests.bench.load_client import login
-from tests.e2e.server import ROOT, free_port
+from tests.e2e.server import ROOT, SERVER_TEST_ENV, free_port
 
 PG = "postgres://postgres@127.0.0.1:5432"
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -70,25 +70,17 @@ class Cluster:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
         env.update(
             {
+                **SERVER_TEST_ENV,
                 "DJANGO_SETTINGS_MODULE": "project.settings",
                 "DATABASE_URL": self.database_url,
                 "REDIS_URL": self.redis_url,
                 "REDIS_PREFIX": self.name,
                 "TASKS_BACKEND": "tools.db_backend.DatabaseBackend",
                 "SECRET_KEY": "cluster-tests-only-secret-key-not-for-production",
-                "DEBUG": "false",
-                "ALLOWED_HOSTS": "127.0.0.1,localhost",
-                "SESSION_COOKIE_SECURE": "false",
-                "CSRF_COOKIE_SECURE": "false",
-                "TANDEM_DEMO_USERS": "false",
-                "SIMULATOR_TOKENS_PER_SECOND": "80",
-                "TANDEM_SWEEP_INTERVAL_S": "0.5",
                 "TANDEM_TOOL_HEARTBEAT_EXPIRY_S": "3",
                 "TANDEM_RATE_LIMIT_PER_MINUTE": "1000",
                 "TANDEM_EXTRA_TOOL_MODULES": "tests.e2e.restart_tools",
                 "TANDEM_WORKER_THREADS": "4",
-                "LOG_LEVEL": "WARNING",
-                "PYTHONUNBUFFERED": "1",
                 **self.extra_env,
             }
         )

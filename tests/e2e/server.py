@@ -21,6 +21,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# Settings every test server process runs with (production mode on loopback, a fast simulator):
+# the e2e live server here and the cluster's processes (tests/cluster/harness.py).
+SERVER_TEST_ENV = {
+    "DEBUG": "false",
+    "ALLOWED_HOSTS": "127.0.0.1,localhost",
+    "SESSION_COOKIE_SECURE": "false",
+    "CSRF_COOKIE_SECURE": "false",
+    "TANDEM_DEMO_USERS": "false",
+    "SIMULATOR_TOKENS_PER_SECOND": "80",
+    "TANDEM_SWEEP_INTERVAL_S": "0.5",
+    "LOG_LEVEL": "WARNING",
+    "PYTHONUNBUFFERED": "1",
+}
+
+
 @dataclass
 class LiveServer:
     """Start, kill (SIGKILL) and start again a server over one database."""
@@ -47,15 +62,7 @@ class LiveServer:
                 "DJANGO_SETTINGS_MODULE": "project.settings",
                 "DATABASE_URL": f"sqlite:///{self.database}",
                 "SECRET_KEY": "e2e-tests-only-secret-key-not-for-production",
-                "DEBUG": "false",
-                "ALLOWED_HOSTS": "127.0.0.1,localhost",
-                "SESSION_COOKIE_SECURE": "false",
-                "CSRF_COOKIE_SECURE": "false",
-                "TANDEM_DEMO_USERS": "false",
-                "SIMULATOR_TOKENS_PER_SECOND": "80",
-                "TANDEM_SWEEP_INTERVAL_S": "0.5",
-                "LOG_LEVEL": "WARNING",
-                "PYTHONUNBUFFERED": "1",
+                **SERVER_TEST_ENV,
             }
         )
         env.update(self.extra_env)

@@ -11,30 +11,22 @@ import os
 import re
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
+
+from tests.postgres_db import fresh_database
 
 pytestmark = pytest.mark.postgres
 
 ROOT = Path(__file__).resolve().parents[3]
-ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
 @pytest.fixture
 def pg_url() -> Iterator[str]:
-    name = f"tandem_mdsearch_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"postgres://postgres@127.0.0.1:5432/{name}"
-    finally:
-        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            conn.execute(f'DROP DATABASE IF EXISTS "test_{name}" WITH (FORCE)')
+    with fresh_database("tandem_mdsearch") as url:
+        yield url
 
 
 def test_search_passes_on_postgresql(pg_url: str) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
+from chat import compiled
 from chat.models import Conversation, Message, ToolPair
 
 LIMIT = 100
@@ -29,5 +30,9 @@ def for_user(user_id: int) -> QuerySet[Conversation]:
     )
 
 
+# Read on every doorbell of the user's list: compiled once (chat/compiled.py).
+_for_user = compiled.select(for_user)
+
+
 def context(user_id: int, current: int | None = None) -> dict[str, Any]:
-    return {"conversations": list(for_user(user_id)), "current_id": current}
+    return {"conversations": _for_user(user_id), "current_id": current}

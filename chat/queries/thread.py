@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Prefetch, Q
+from django.db.models import F, Prefetch, Q, QuerySet
 
+from chat import compiled
 from chat.models import Conversation, Message, ToolPair
 from chat.runtime import engine
 
@@ -93,6 +94,58 @@ def page(conversation: Conversation) -> tuple[list[MessageView], int]:
     return _views(conversation, messages), max((m.seq for m in messages), default=0)
 
 
+# What a doorbell asks: compiled once (chat/compiled.py), in three shapes -- an ordinary
+# doorbell when only new messages may exist, one when something changed (the rev moved), and a
+# resync (a socket that just opened), which also wants streaming messages and running cards.
+
+
+@compiled.select
+def _conversation(conversation_id: int) -> QuerySet[Conversation]:
+    return Conversation.objects.filter(pk=conversation_id)[:1]
+
+
+def _wanted(seq: int, rev: int, *, resync: bool, via: str = "") -> Q:
+    """Messages a tab at (seq, rev) lacks (``via="message__"``: the cards of those)."""
+    wanted = Q(**{f"{via}seq__gt": seq}) | Q(**{f"{via}rev__gt": rev})
+    if resync:
+        wanted |= Q(**{f"{via}status": Message.Status.STREAMING})
+    return wanted
+
+
+@compiled.select
+def _messages_since(conversation_id: int, seq: int, rev: int) -> QuerySet[Message]:
+    found = Message.objects.filter(conversation_id=conversation_id)
+    return found.filter(_wanted(seq, rev, resync=False)).order_by("seq")
+
+
+@compiled.select
+def _messages_resync(conversation_id: int, seq: int, rev: int) -> QuerySet[Message]:
+    found = Message.objects.filter(conversation_id=conversation_id)
+    return found.filter(_wanted(seq, rev, resync=True)).order_by("seq")
+
+
+def _cards(conversation_id: int, cards: Q) -> QuerySet[ToolPair]:
+    rows = ToolPair.objects.filter(conversation_id=conversation_id).filter(cards)
+    return rows.annotate(message_seq=F("message__seq")).order_by("block_index", "pk")
+
+
+@compiled.select
+def _cards_of_new(conversation_id: int, seq: int, rev: int) -> QuerySet[ToolPair]:
+    return _cards(conversation_id, _wanted(seq, rev, resync=False, via="message__"))
+
+
+@compiled.select
+def _cards_changed(conversation_id: int, seq: int, rev: int) -> QuerySet[ToolPair]:
+    elsewhere = Q(message__seq__lte=seq) & Q(rev__gt=rev)
+    return _cards(conversation_id, _wanted(seq, rev, resync=False, via="message__") | elsewhere)
+
+
+@compiled.select
+def _cards_resync(conversation_id: int, seq: int, rev: int) -> QuerySet[ToolPair]:
+    elsewhere = Q(message__seq__lte=seq) & (Q(rev__gt=rev) | Q(status=ToolPair.Status.RUNNING))
+    return _cards(conversation_id, _wanted(seq, rev, resync=True, via="message__") | elsewhere)
+
+
 def changes_since(
     conversation_id: int, seq: int, rev: int, *, resync: bool = False
 ) -> Changes | None:
@@ -105,33 +158,31 @@ def changes_since(
     Three queries (the conversation, its messages, the cards of those and the cards that
     changed), one when the tab already has everything.
     """
-    conversation = Conversation.objects.filter(pk=conversation_id).first()
+    conversation = _conversation.one(conversation_id)
     if conversation is None:
         return None
     top = max(seq, conversation.next_seq - 1)
     if not resync and conversation.rev <= rev and top <= seq:
         return Changes(conversation.title, conversation.rev, top, [], [], [])
-    wanted = Q(seq__gt=seq) | Q(rev__gt=rev)
-    if resync:
-        wanted |= Q(status=Message.Status.STREAMING)
-    found = list(conversation.messages.filter(wanted).order_by("seq"))
+    found = (_messages_resync if resync else _messages_since)(conversation_id, seq, rev)
     found_ids = {m.pk for m in found}
     # One query for both: the cards of the messages found, and cards that changed elsewhere.
-    cards = Q(message_id__in=found_ids) if found_ids else Q(pk__in=[])
-    if resync or conversation.rev > rev:
-        changed_cards = Q(rev__gt=rev)
-        if resync:
-            changed_cards |= Q(status=ToolPair.Status.RUNNING)
-        cards |= Q(message__seq__lte=seq) & changed_cards
     by_message: dict[int, list[ToolPair]] = {}
     pairs: list[ToolPair] = []
-    if found_ids or resync or conversation.rev > rev:
-        rows = ToolPair.objects.filter(conversation_id=conversation_id).filter(cards)
-        for pair in rows.order_by("block_index", "pk"):
-            if pair.message_id in found_ids:
-                by_message.setdefault(pair.message_id, []).append(pair)
-            else:
-                pairs.append(pair)
+    if resync:
+        rows = _cards_resync(conversation_id, seq, rev)
+    elif conversation.rev > rev:
+        rows = _cards_changed(conversation_id, seq, rev)
+    elif found_ids:
+        rows = _cards_of_new(conversation_id, seq, rev)
+    else:
+        rows = []
+    for pair in rows:
+        if pair.message_id in found_ids:
+            by_message.setdefault(pair.message_id, []).append(pair)
+        elif pair.message_seq <= seq and (resync or conversation.rev > rev):  # type: ignore[attr-defined]
+            pairs.append(pair)
+        # else: the card of a message written after the messages were read (the next doorbell)
     new = [m for m in found if m.seq > seq]
     return Changes(
         title=conversation.title,

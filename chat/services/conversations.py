@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
 
+from chat import compiled
 from chat.models import Conversation, Message, ToolPair
 from chat.runtime import engine, events
 from chat.services.errors import ConversationGone, UserInputError
@@ -13,24 +16,55 @@ from chat.services.errors import ConversationGone, UserInputError
 TITLE_MAX = 200
 
 
+@compiled.select
+def _locked(conversation_id: int) -> QuerySet[Conversation]:
+    return Conversation.objects.select_for_update().filter(pk=conversation_id)[:1]
+
+
 def lock(conversation_id: int) -> Conversation:
     """Lock the conversation row for the rest of the transaction (seq and rev allocation).
 
     Raises ``ConversationGone`` (a ``Conversation.DoesNotExist``) when it was deleted.
     """
-    conversation = Conversation.objects.select_for_update().filter(pk=conversation_id).first()
+    if connection.features.has_select_for_update and transaction.get_autocommit():
+        # As the ORM says it on every call; the compiled statement checks only when compiled.
+        raise transaction.TransactionManagementError("lock() needs a transaction.")
+    conversation = _locked.one(conversation_id)
     if conversation is None:
         raise ConversationGone(f"Conversation {conversation_id} was deleted.")
     return conversation
 
 
+# bump_rev's UPDATE, compiled once per set of columns it writes (a handful exist).
+_bumps: dict[tuple[str, ...], compiled.Update] = {}
+
+
+def _bump(names: tuple[str, ...], values: dict[str, Any]) -> compiled.Update:
+    statement = _bumps.get(names)
+    if statement is None:
+
+        def build(**new: Any) -> tuple[QuerySet[Conversation], dict[str, Any]]:
+            pk = new.pop("conversation_id")
+            return Conversation.objects.filter(pk=pk), new
+
+        kinds = {"conversation_id": int, **{n: type(values[n]) for n in names}}
+        statement = _bumps[names] = compiled.Update(build, kinds)
+    return statement
+
+
 def bump_rev(conversation: Conversation, **extra: Any) -> int:
     """Give the locked conversation a new revision; returns it."""
     conversation.rev += 1
-    fields = ["rev", "updated_at", *extra]
+    conversation.updated_at = timezone.now()
     for name, value in extra.items():
         setattr(conversation, name, value)
-    conversation.save(update_fields=fields)
+    names = ("rev", "updated_at", *sorted(extra))
+    values = {name: getattr(conversation, name) for name in names}
+    if all(compiled.markable(v) for v in values.values()):
+        if not _bump(names, values)(conversation_id=conversation.pk, **values):
+            raise ConversationGone(f"Conversation {conversation.pk} was deleted.")
+    else:  # a value a compiled statement cannot carry (None): the ORM's save
+        conversation.save(update_fields=names)
     return conversation.rev
 
 

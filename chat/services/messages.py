@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
+from chat import compiled
 from chat.models import Conversation, Message
 from chat.runtime import engine, events
 from chat.services import usage as usage_records
@@ -76,6 +79,14 @@ def post_user_message(conversation_id: int, text: object) -> Message:
     return message
 
 
+@compiled.update
+def _answered(
+    conversation_id: int, after: int, upto: int, rev: int
+) -> tuple[QuerySet[Message], dict[str, object]]:
+    prompts = Message.objects.filter(conversation_id=conversation_id, kind=Message.Kind.PROMPT)
+    return prompts.filter(seq__gt=after, seq__lte=upto), {"rev": rev}
+
+
 def start_reply(conversation_id: int, answered_seq: int) -> Message:
     """Open a streaming reply to everything up to ``answered_seq`` (what the request holds)."""
     with transaction.atomic():
@@ -92,9 +103,7 @@ def start_reply(conversation_id: int, answered_seq: int) -> Message:
             keepalives_sent=0,
         )
         # Prompts that were shown as queued are being answered now.
-        conversation.messages.filter(
-            kind=Message.Kind.PROMPT, seq__gt=before, seq__lte=answered_seq
-        ).update(rev=rev)
+        _answered(conversation_id, before, answered_seq, rev)
         message = Message.objects.create(
             conversation=conversation,
             seq=seq,
@@ -108,12 +117,20 @@ def start_reply(conversation_id: int, answered_seq: int) -> Message:
     return message
 
 
+@compiled.update
+def _save_snapshot(
+    message_id: int, content: list[dict[str, Any]]
+) -> tuple[QuerySet[Message], dict[str, object]]:
+    streaming = Message.objects.filter(pk=message_id, status=Message.Status.STREAMING)
+    return streaming.filter(stop_requested=False), {"content": content}
+
+
 def save_reply_snapshot(message_id: int, content: list[dict[str, Any]]) -> bool:
     """Write the text streamed so far (at most about once a second); True if stop was asked
     or the reply is gone (its conversation was deleted, maybe by another process)."""
-    streaming = Message.objects.filter(pk=message_id, status=Message.Status.STREAMING)
-    if streaming.filter(stop_requested=False).update(content=content):
+    if _save_snapshot(message_id, content):
         return False  # the usual case: one statement
+    streaming = Message.objects.filter(pk=message_id, status=Message.Status.STREAMING)
     streaming.update(content=content)  # stop was asked (or the reply is gone or done)
     return not Message.objects.filter(pk=message_id, stop_requested=False).exists()
 
@@ -129,17 +146,12 @@ def finish_reply(
     api_message_id: str = "",
 ) -> Message:
     with transaction.atomic():
-        # The reply and its conversation in one query, the conversation's row locked (as
-        # ``lock`` does) for the new rev.
-        message = (
-            Message.objects.select_related("conversation")
-            .select_for_update(of=("conversation",))
-            .filter(pk=message_id)
-            .first()
-        )
+        message = _reply.one(message_id)
         if message is None:
             raise ConversationGone(f"The reply {message_id} was deleted with its conversation.")
-        conversation = message.conversation
+        # The conversation's row locked (a new rev); gone if deleted since the line above.
+        conversation = lock(message.conversation_id)
+        message.conversation = conversation
         message.rev = bump_rev(conversation)
         message.content = content
         message.status = status
@@ -147,10 +159,51 @@ def finish_reply(
         message.usage = usage or {}
         message.error = error
         message.api_message_id = api_message_id
-        message.save()
+        message.updated_at = timezone.now()
+        _finished(
+            message_id,
+            message.rev,
+            message.content,
+            message.status,
+            message.stop_reason,
+            message.usage,
+            message.error,
+            message.api_message_id,
+            message.updated_at,
+        )
         usage_records.record(conversation, usage, message=message)
         events.ring(conversation.pk, conversation.owner_id)
     return message
+
+
+@compiled.select
+def _reply(message_id: int) -> QuerySet[Message]:
+    return Message.objects.filter(pk=message_id)[:1]
+
+
+@compiled.update
+def _finished(
+    message_id: int,
+    rev: int,
+    content: list[dict[str, Any]],
+    status: str,
+    stop_reason: str,
+    usage: dict[str, Any],
+    error: str,
+    api_message_id: str,
+    updated_at: dt.datetime,
+) -> tuple[QuerySet[Message], dict[str, object]]:
+    columns = {
+        "rev": rev,
+        "content": content,
+        "status": status,
+        "stop_reason": stop_reason,
+        "usage": usage,
+        "error": error,
+        "api_message_id": api_message_id,
+        "updated_at": updated_at,
+    }
+    return Message.objects.filter(pk=message_id), columns
 
 
 def request_stop(conversation_id: int, message_id: int) -> bool:

@@ -14,9 +14,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
+from chat import compiled
 from chat.models import Conversation, Message, ToolPair
 from chat.runtime import engine, events
 from chat.services import policy
@@ -48,13 +49,23 @@ def since_last_prompt(conversation_id: int, *, last_prompt: int | None = None) -
             .first()
             or 0
         )
-    counts = ToolPair.objects.filter(
-        conversation_id=conversation_id, message__seq__gt=last_prompt
-    ).aggregate(
-        rounds=Count("message_id", distinct=True),
-        invalid=Count("pk", filter=Q(decision__startswith="invalid")),
+    counts = _rounds_since(conversation_id, last_prompt)
+    return counts[0] if counts else (0, 0)
+
+
+@compiled.select
+def _rounds_since(conversation_id: int, last_prompt: int) -> QuerySet[Any, tuple[int, int]]:
+    """(rounds, invalid calls) as one row grouped by the conversation; no row when none."""
+    return (
+        ToolPair.objects.filter(conversation_id=conversation_id, message__seq__gt=last_prompt)
+        .values("conversation_id")
+        .annotate(
+            rounds=Count("message_id", distinct=True),
+            invalid=Count("pk", filter=Q(decision__startswith="invalid")),
+        )
+        .values_list("rounds", "invalid")
+        .order_by()
     )
-    return counts["rounds"], counts["invalid"]
 
 
 def round_cap_reached(rounds_with_this_one: int) -> bool:
@@ -327,11 +338,13 @@ def ready_to_flush(conversation_id: int) -> bool:
 
 def has_unflushed(conversation_id: int) -> bool:
     """Whether ``flush_ready`` has anything to do (a read, no lock: the caller then flushes)."""
-    return (
-        ToolPair.objects.filter(conversation_id=conversation_id, flushed_at__isnull=True)
-        .filter(~Q(status__in=ToolPair.OPEN))
-        .exists()
-    )
+    return bool(_unflushed(conversation_id))
+
+
+@compiled.select
+def _unflushed(conversation_id: int) -> QuerySet[ToolPair, int]:
+    rows = ToolPair.objects.filter(conversation_id=conversation_id, flushed_at__isnull=True)
+    return rows.filter(~Q(status__in=ToolPair.OPEN)).values_list("pk", flat=True)[:1]
 
 
 def flush_ready(conversation_id: int) -> list[ToolPair]:

@@ -8,35 +8,46 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
-from django.db.models import Exists, IntegerField, OuterRef, Q, Subquery
+from django.db.models import Exists, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from chat import compiled
 from chat.modelapi import history
 from chat.models import Conversation, Message, ToolPair
 from chat.services import budgets, messages, pairing, policy
 from tools.registry import registry
 
 
+@compiled.update
+def _claim(
+    conversation_id: int, owner: str, now: dt.datetime, expires: dt.datetime
+) -> tuple[QuerySet[Conversation], dict[str, object]]:
+    free = Q(lease_owner="") | Q(lease_owner=owner) | Q(lease_expires_at__lt=now)
+    claimable = Conversation.objects.filter(pk=conversation_id).filter(free)
+    return claimable, {"lease_owner": owner, "lease_expires_at": expires}
+
+
 def claim_lease(conversation_id: int, owner: str, *, seconds: float | None = None) -> bool:
     now = timezone.now()
     expires = now + dt.timedelta(seconds=seconds or settings.TANDEM_LEASE_SECONDS)
-    return bool(
-        Conversation.objects.filter(pk=conversation_id)
-        .filter(Q(lease_owner="") | Q(lease_owner=owner) | Q(lease_expires_at__lt=now))
-        .update(lease_owner=owner, lease_expires_at=expires)
-    )
+    return bool(_claim(conversation_id, owner, now, expires))
+
+
+@compiled.update
+def _renew(
+    conversation_id: int, owner: str, expires: dt.datetime
+) -> tuple[QuerySet[Conversation], dict[str, object]]:
+    held = Conversation.objects.filter(pk=conversation_id, lease_owner=owner)
+    return held, {"lease_expires_at": expires}
 
 
 def renew_lease(conversation_id: int, owner: str) -> bool:
     expires = timezone.now() + dt.timedelta(seconds=settings.TANDEM_LEASE_SECONDS)
-    return bool(
-        Conversation.objects.filter(pk=conversation_id, lease_owner=owner).update(
-            lease_expires_at=expires
-        )
-    )
+    return bool(_renew(conversation_id, owner, expires))
 
 
 def release_lease(conversation_id: int, owner: str) -> None:
@@ -71,19 +82,26 @@ def is_due(conversation_id: int) -> bool:
     return pairing.ready_to_flush(conversation_id)
 
 
+@compiled.update
+def _release_if_idle(
+    conversation_id: int, owner: str
+) -> tuple[QuerySet[Conversation], dict[str, object]]:
+    unflushed = ToolPair.objects.filter(
+        conversation_id=OuterRef("pk"), flushed_at__isnull=True, finished_at__isnull=False
+    )
+    idle = (
+        Conversation.objects.filter(pk=conversation_id, lease_owner=owner)
+        .filter(~Exists(unflushed))
+        .filter(answered_seq__gte=Coalesce(_newest_user_seq(), 0))
+    )
+    return idle, {"lease_owner": "", "lease_expires_at": None}
+
+
 def release_if_idle(conversation_id: int, owner: str) -> bool:
     """Let go of the lease if nothing is due (``is_due``'s test, in the same UPDATE, so work
     that commits later finds the lease free). True when released; False when something is
     due (or the lease was lost): the caller runs the next turn, whose start looks again."""
-    unflushed = ToolPair.objects.filter(
-        conversation_id=OuterRef("pk"), flushed_at__isnull=True, finished_at__isnull=False
-    )
-    return bool(
-        Conversation.objects.filter(pk=conversation_id, lease_owner=owner)
-        .filter(~Exists(unflushed))
-        .filter(answered_seq__gte=Coalesce(_newest_user_seq(), 0))
-        .update(lease_owner="", lease_expires_at=None)
-    )
+    return bool(_release_if_idle(conversation_id, owner))
 
 
 def release_and_check(conversation_id: int, owner: str) -> bool:
@@ -100,17 +118,19 @@ class TurnInput:
     last_seq: int
 
 
+@compiled.select
+def _with_newest_user(conversation_id: int) -> QuerySet[Conversation]:
+    newest_user = _newest_user_seq(superseded=False)
+    return Conversation.objects.filter(pk=conversation_id).annotate(newest_user=newest_user)[:1]
+
+
 def load_turn_input(conversation_id: int) -> TurnInput | None:
     """The request for the next turn, or None when nothing waits for an answer."""
     # One query decides; the request (thread, calls, policies) is built only when it is due.
-    conversation = (
-        Conversation.objects.filter(pk=conversation_id)
-        .annotate(newest_user=_newest_user_seq(superseded=False))
-        .first()
-    )
+    conversation = _with_newest_user.one(conversation_id)
     if conversation is None:
         return None
-    if (conversation.newest_user or 0) <= conversation.answered_seq:
+    if (conversation.newest_user or 0) <= conversation.answered_seq:  # type: ignore[attr-defined]
         return None
     parts = request_parts(conversation)
     return TurnInput(
@@ -128,20 +148,30 @@ class RequestParts:
     options: history.RequestOptions
 
 
-def request_parts(conversation: Conversation) -> RequestParts:
-    """What a request for this conversation is built from: the thread, open calls, options."""
-    rows = (
-        conversation.messages.filter(superseded=False)
+@compiled.select
+def _thread_rows(conversation_id: int) -> QuerySet[Message, tuple[int, str, str, Any]]:
+    return (
+        Message.objects.filter(conversation_id=conversation_id, superseded=False)
         .exclude(role=Message.Role.NOTICE)
         .order_by("seq")
         .values_list("seq", "role", "kind", "content")
     )
+
+
+@compiled.select
+def _open_calls(conversation_id: int) -> QuerySet[ToolPair, tuple[str, str, str]]:
+    return ToolPair.objects.filter(
+        conversation_id=conversation_id, status__in=ToolPair.OPEN
+    ).values_list("tool_use_id", "tool_name", "status")
+
+
+def request_parts(conversation: Conversation) -> RequestParts:
+    """What a request for this conversation is built from: the thread, open calls, options."""
+    rows = _thread_rows(conversation.pk)
     thread = [history.StoredMessage(seq, role, kind, content) for seq, role, kind, content in rows]
     pending = [
         history.PendingCall(tool_use_id, name, status)
-        for tool_use_id, name, status in ToolPair.objects.filter(
-            conversation_id=conversation.pk, status__in=ToolPair.OPEN
-        ).values_list("tool_use_id", "tool_name", "status")
+        for tool_use_id, name, status in _open_calls(conversation.pk)
     ]
     last_prompt = max((m.seq for m in thread if m.kind == Message.Kind.PROMPT), default=0)
     rounds, invalid = pairing.since_last_prompt(conversation.pk, last_prompt=last_prompt)

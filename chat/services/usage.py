@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import QuerySet
+
+from chat import compiled
 from chat.models import Conversation, Message, UsageRecord
+
+
+@compiled.select
+def _of_message(message_id: int) -> QuerySet[UsageRecord]:
+    return UsageRecord.objects.filter(message_id=message_id)[:1]
 
 
 def record(
@@ -27,7 +35,7 @@ def record(
             "model": conversation.model,
             **fields,
         }
-        row = UsageRecord.objects.filter(message=message).first()
+        row = _of_message.one(message.pk)
         if row is None:
             return UsageRecord.objects.create(message=message, **values)
         for name, value in values.items():

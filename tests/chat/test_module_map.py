@@ -37,6 +37,7 @@ OPEN_TO_ALL = (
     "chat.services.errors",
     "chat.rendering",
     "chat.markdown_stream",
+    "chat.compiled",
 )
 
 

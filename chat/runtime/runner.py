@@ -46,11 +46,13 @@ async def run_conversation(conversation_id: int) -> None:
 async def _run_while_due(conversation_id: int) -> None:
     owner = engine.INSTANCE_ID
     while True:
-        if not await db(turns.claim_lease)(conversation_id, owner):
+        # One hop claims the lease and begins the first turn (a hop less before the first token).
+        claimed, first = await db(turns.claim_and_begin)(conversation_id, owner)
+        if not claimed:
             return  # another process holds it; it re-checks before letting go
         renewer = engine.spawn(_keep_lease(conversation_id, owner))
         try:
-            again = await _run_turns(conversation_id, owner)
+            again = await _run_turns(conversation_id, owner, first)
         except BaseException:
             renewer.cancel()
             await db(turns.release_lease)(conversation_id, owner)
@@ -60,13 +62,15 @@ async def _run_while_due(conversation_id: int) -> None:
             return
 
 
-async def _run_turns(conversation_id: int, owner: str) -> bool:
-    """Turns while something is due; the lease is let go on return. True: work arrived while
-    it was held, claim it again."""
-    while await run_one_turn(conversation_id, owner):
+async def _run_turns(conversation_id: int, owner: str, turn: turns.Turn | None) -> bool:
+    """Turns while something is due, from ``turn`` (begun already); the lease is let go on
+    return. True: work arrived while it was held, claim it again."""
+    while turn is not None:
+        await _answer(conversation_id, turn, owner)
         # After a turn, usually nothing waits: one statement lets go unless something does.
         if await db(turns.release_if_idle)(conversation_id, owner):
             return False
+        turn = await db(turns.begin_turn)(conversation_id)
     # Re-check after letting go: work that arrived while we held the lease is not lost.
     return bool(await db(turns.release_and_check)(conversation_id, owner))
 
@@ -82,11 +86,17 @@ async def run_one_turn(conversation_id: int, owner: str) -> bool:
     turn = await db(turns.begin_turn)(conversation_id)  # one hop: flush, input, budget, start
     if turn is None:
         return False
+    await _answer(conversation_id, turn, owner)
+    return True
+
+
+async def _answer(conversation_id: int, turn: turns.Turn, owner: str) -> None:
+    """Stream the reply a begun turn opened (none: a notice answered, the owner is over
+    budget; the user's message stays stored)."""
     if turn.reply_id is None:
-        return True  # a notice instead of a model call; the user's message stays stored
+        return
     task = engine.spawn(stream_reply(conversation_id, turn.reply_id, turn.input.request, owner))
     await asyncio.wait([task])
-    return True
 
 
 def _dump(block: Any) -> dict[str, Any]:

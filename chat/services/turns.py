@@ -204,6 +204,18 @@ class Turn:
     reply_id: int | None
 
 
+def claim_and_begin(conversation_id: int, owner: str) -> tuple[bool, Turn | None]:
+    """``claim_lease``, then ``begin_turn`` if it was claimed: the runner's first hop. (False,
+    None) when another holder has the lease; a failure to begin lets the lease go again."""
+    if not claim_lease(conversation_id, owner):
+        return False, None
+    try:
+        return True, begin_turn(conversation_id)
+    except BaseException:
+        release_lease(conversation_id, owner)
+        raise
+
+
 def begin_turn(conversation_id: int) -> Turn | None:
     """All a turn starts with, in one call (one hop to the database thread): flush finished
     tool pairs, build the request when something waits, check the owner's budget, open the

@@ -138,3 +138,29 @@ def test_its_turn_start_and_end_stay_within_a_query_budget(conversation: Any) ->
     assert len(begin) <= 17, [q["sql"][:60] for q in begin]
     assert len(finish) <= 8, [q["sql"][:60] for q in finish]
     assert len(release) == 1
+
+
+def test_it_claims_and_begins_in_one_call(conversation: Any) -> None:
+    messages.post_user_message(conversation.pk, "hello")
+    assert turns.claim_lease(conversation.pk, "other")
+    assert turns.claim_and_begin(conversation.pk, "a") == (False, None)  # held elsewhere
+    assert not Message.objects.filter(role=Message.Role.ASSISTANT).exists()
+    turns.release_lease(conversation.pk, "other")
+
+    claimed, turn = turns.claim_and_begin(conversation.pk, "a")
+    assert claimed and turn is not None and turn.reply_id is not None
+    assert _lease(conversation) == "a"
+
+
+def test_a_failure_to_begin_lets_the_claimed_lease_go(
+    conversation: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    messages.post_user_message(conversation.pk, "hello")
+
+    def broken(conversation_id: int) -> None:
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(turns, "begin_turn", broken)
+    with pytest.raises(RuntimeError):
+        turns.claim_and_begin(conversation.pk, "a")
+    assert _lease(conversation) == ""  # the next runner need not wait for it to expire

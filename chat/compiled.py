@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connections, transaction
+from django.db import connections, router, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model, QuerySet
 from django.db.models.query import (
@@ -46,7 +46,7 @@ from django.db.models.query import (
     ValuesIterable,
     ValuesListIterable,
 )
-from django.db.models.sql import UpdateQuery
+from django.db.models.sql import InsertQuery, UpdateQuery
 
 _SUPPORTED: tuple[type, ...] = (int, str, dt.datetime, list, dict)  # list, dict: JSON values
 _counter = itertools.count(1)
@@ -76,6 +76,10 @@ def _adapt(connection: BaseDatabaseWrapper, kind: type, value: Any) -> Any:
         return connection.ops.adapt_datetimefield_value(value)
     if kind in (list, dict):
         return connection.ops.adapt_json_value(value, None)
+    if kind is str:
+        return str.__str__(value)  # a TextChoices member as its value, as the ORM sends it
+    if kind is int:
+        return int(value)
     return value
 
 
@@ -295,6 +299,69 @@ class Update(_Compiled[int]):
             raise TypeError(f"{self._name}: an update of one table in one statement only")
         sql, params = compiler.as_sql()
         return sql, params, lambda rows: rows
+
+
+class Insert[M: Model]:
+    """A compiled ``Model.objects.create(**values)`` for one set of fields; returns the new
+    instance. Every field is either an argument (``kinds``) or a constant default; a field
+    whose value is computed on save (``auto_now``, a ``timezone.now`` default) must be an
+    argument, or it would be frozen. Signals are not sent (the ORM's ``create`` sends them)."""
+
+    def __init__(self, model: type[M], kinds: dict[str, type]) -> None:
+        self._model, self._kinds = model, kinds
+        self._name = f"Insert({model.__name__})"
+        meta = model._meta
+        self._fields = [
+            f for f in meta.local_concrete_fields if f is not meta.auto_field and not f.generated
+        ]
+        for f in self._fields:
+            computed = getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)
+            default = f.default if f.has_default() else None
+            computed = computed or (callable(default) and default not in (list, dict))
+            if computed and f.attname not in kinds:
+                raise TypeError(f"{self._name}: {f.attname} is computed on save; pass it")
+        self._plans: weakref.WeakKeyDictionary[BaseDatabaseWrapper, _Plan] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __call__(self, **values: Any) -> M:
+        if set(values) != set(self._kinds):
+            raise TypeError(f"{self._name} takes exactly {sorted(self._kinds)}")
+        for name, value in values.items():
+            if not markable(value) or not isinstance(value, self._kinds[name]):
+                raise TypeError(f"{self._name}: {name}={value!r} is not a {self._kinds[name]}")
+        db = router.db_for_write(self._model)
+        connection = connections[db]
+        plan = self._plans.get(connection)
+        if plan is None:
+            plan = self._plans[connection] = self._compile(connection)
+        with transaction.mark_for_rollback_on_error(using=db), connection.cursor() as cursor:
+            cursor.execute(plan.sql, plan.parameters(connection, values))
+            pk = plan.shape([cursor])[0]
+        obj = self._model(**values)
+        obj.pk = pk
+        obj._state.adding, obj._state.db = False, db
+        return obj
+
+    def _compile(self, connection: BaseDatabaseWrapper) -> _Plan:
+        markers = {name: _marker(kind) for name, kind in self._kinds.items()}
+        query = InsertQuery(self._model)
+        query.insert_values(self._fields, [self._model(**markers)], raw=True)
+        compiler = query.get_compiler(connection=connection)
+        meta = self._model._meta
+        compiler.returning_fields = list(meta.db_returning_fields)
+        ((sql, params),) = compiler.as_sql()
+        slots = _slots(self._name, params, markers, self._kinds, connection)
+        table, pk_column = meta.db_table, meta.pk.column
+
+        def new_pk(cursors: list[Any]) -> list[Any]:
+            (cursor,) = cursors
+            if connection.features.can_return_columns_from_insert:
+                rows = connection.ops.fetch_returned_rows(cursor, compiler.returning_params)
+                return [rows[0][0]]
+            return [connection.ops.last_insert_id(cursor, table, pk_column)]
+
+        return _Plan(sql, list(params), slots, new_pk)
 
 
 def select[R](build: Callable[..., QuerySet[Any, R]]) -> Select[R]:

@@ -30,16 +30,46 @@ def append(
     """Append a message to a locked conversation, with the next seq and a new rev."""
     seq = conversation.next_seq
     rev = bump_rev(conversation, next_seq=seq + 1)
-    return Message.objects.create(
-        conversation=conversation,
-        seq=seq,
-        rev=rev,
-        role=role,
-        kind=kind,
-        content=content,
-        status=status,
-        **fields,
+    if fields:
+        return Message.objects.create(
+            conversation=conversation,
+            seq=seq,
+            rev=rev,
+            role=role,
+            kind=kind,
+            content=content,
+            status=status,
+            **fields,
+        )
+    return _create(
+        conversation, seq=seq, rev=rev, role=role, kind=kind, content=content, status=status
     )
+
+
+# A new message's INSERT, compiled once (chat/compiled.py); its other columns take defaults.
+_new_message = compiled.Insert(
+    Message,
+    {
+        "conversation_id": int,
+        "seq": int,
+        "rev": int,
+        "role": str,
+        "kind": str,
+        "content": list,
+        "status": str,
+        "created_at": dt.datetime,
+        "updated_at": dt.datetime,
+    },
+)
+
+
+def _create(conversation: Conversation, **values: Any) -> Message:
+    now = timezone.now()
+    message = _new_message(
+        conversation_id=conversation.pk, created_at=now, updated_at=now, **values
+    )
+    message.conversation = conversation
+    return message
 
 
 EMPTY_MESSAGE = "An empty message cannot be sent."
@@ -104,8 +134,8 @@ def start_reply(conversation_id: int, answered_seq: int) -> Message:
         )
         # Prompts that were shown as queued are being answered now.
         _answered(conversation_id, before, answered_seq, rev)
-        message = Message.objects.create(
-            conversation=conversation,
+        message = _create(
+            conversation,
             seq=seq,
             rev=rev,
             role=Message.Role.ASSISTANT,

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from chat import compiled
 from chat.models import Conversation, Message, UsageRecord
+
+# A reply's record: its INSERT compiled once (chat/compiled.py).
+_new_record = compiled.Insert(
+    UsageRecord,
+    {
+        "user_id": int,
+        "conversation_id": int,
+        "message_id": int,
+        "kind": str,
+        "model": str,
+        "created_at": dt.datetime,
+        **dict.fromkeys(UsageRecord.fields_from_usage(None), int),
+    },
+)
 
 
 @compiled.select
@@ -37,7 +53,15 @@ def record(
         }
         row = _of_message.one(message.pk)
         if row is None:
-            return UsageRecord.objects.create(message=message, **values)
+            return _new_record(
+                user_id=conversation.owner_id,
+                conversation_id=conversation.pk,
+                message_id=message.pk,
+                kind=kind,
+                model=conversation.model,
+                created_at=timezone.now(),
+                **fields,
+            )
         for name, value in values.items():
             setattr(row, name, value)
         row.save()

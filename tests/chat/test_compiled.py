@@ -190,3 +190,42 @@ def test_it_agrees_with_the_orm_for_any_cursor(
         _message(conversation, seq)
     orm = Message.objects.filter(conversation_id=conversation.pk, seq__gt=after)
     assert _texts(conversation.pk, after) == list(orm.order_by("seq").values_list("seq", "content"))
+
+
+_new_message = compiled.Insert(
+    Message,
+    {
+        "conversation_id": int,
+        "seq": int,
+        "role": str,
+        "kind": str,
+        "content": list,
+        "created_at": dt.datetime,
+        "updated_at": dt.datetime,
+    },
+)
+
+
+def test_an_insert_stores_the_row_the_orm_would(conversation: Conversation) -> None:
+    now = timezone.now()
+    values: dict[str, Any] = {
+        "seq": 1,
+        "role": Message.Role.USER,  # a TextChoices member goes in as its value
+        "kind": Message.Kind.PROMPT,
+        "content": [{"type": "text", "text": "hi"}],
+        "created_at": now,
+        "updated_at": now,
+    }
+    made = _new_message(conversation_id=conversation.pk, **values)
+    other = _new_message(conversation_id=conversation.pk, **{**values, "seq": 2})
+    assert made.pk and other.pk == made.pk + 1 and made._state.adding is False
+    stored = Message.objects.get(pk=made.pk)
+    assert _fields(stored) == _fields(made)
+    assert (stored.role, stored.status, stored.usage, stored.rev) == ("user", "complete", {}, 0)
+
+
+def test_an_insert_refuses_a_field_computed_on_save() -> None:
+    with pytest.raises(TypeError, match="created_at is computed on save"):
+        compiled.Insert(Message, {"conversation_id": int, "seq": int})
+    with pytest.raises(TypeError, match="takes exactly"):
+        _new_message(conversation_id=1)

@@ -98,7 +98,7 @@ class _Plan:
     sql: str
     params: list[Any]
     slots: list[_Slot]
-    shape: Callable[[list[tuple[Any, ...]]], list[Any]]
+    shape: Callable[[list[Any]], list[Any]]  # rows (an Insert: the cursor) -> results
 
     def parameters(self, connection: BaseDatabaseWrapper, values: dict[str, Any]) -> list[Any]:
         params = list(self.params)
@@ -352,7 +352,7 @@ class Insert[M: Model]:
         compiler.returning_fields = list(meta.db_returning_fields)
         ((sql, params),) = compiler.as_sql()
         slots = _slots(self._name, params, markers, self._kinds, connection)
-        table, pk_column = meta.db_table, meta.pk.column
+        table, pk_column = meta.db_table, str(meta.pk.column)
 
         def new_pk(cursors: list[Any]) -> list[Any]:
             (cursor,) = cursors

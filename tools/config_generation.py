@@ -19,6 +19,10 @@ Why this is never stale, in any process:
   it is filed under. (Read the configuration first and you might file old rows under a new token.)
 * Only configuration is cached, never usage (which changes with every reply).
 
+What moves nothing: SQL written by hand, and rows of an auto-created many-to-many table written
+directly (``Through.objects...``: Django sends them no signal). Change links through the
+relation (``add``, ``remove``, ``set``, ``clear``), as admin does, or call ``bump`` yourself.
+
 Values are shared between threads: build immutable ones (tuples, frozensets, frozen
 dataclasses) and never mutate what ``get`` returns. Without the row (a database being set up)
 nothing is cached.
@@ -109,8 +113,8 @@ def _bump_on_change(sender: Any, using: str = DEFAULT_DB_ALIAS, **kwargs: Any) -
 
 
 def watch(*models_: type[models.Model]) -> None:
-    """Move the token whenever a row of these models (or of these m2m through models) is
-    saved, deleted, or has its many-to-many links changed. Call from ``AppConfig.ready``."""
+    """Move the token whenever a row of these models is saved or deleted, or links of these
+    (auto-created) through models change. Call from ``AppConfig.ready``."""
     for model in models_:
         uid = f"config_generation.{model._meta.label}"
         post_save.connect(_bump_on_change, sender=model, dispatch_uid=f"{uid}.save")

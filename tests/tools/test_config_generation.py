@@ -137,5 +137,5 @@ def test_a_bump_from_anywhere_is_seen_by_the_next_read() -> None:
     assert snapshot.get("k", lambda: "old") == "old"
     table = ConfigGeneration._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {table} SET token = token + 1 WHERE id = 1")  # noqa: S608
+        cursor.execute(f"UPDATE {table} SET token = token + 1 WHERE id = 1")
     assert config_generation.current().get("k", lambda: "new") == "new"

@@ -216,7 +216,7 @@ def test_a_change_made_by_another_process_takes_effect_on_the_next_turn(
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {policies} SET enabled = %s WHERE tool_name = %s", [False, "calculate"]
-        )  # noqa: S608, E501
-        cursor.execute(f"UPDATE {generation} SET token = token + 1")  # noqa: S608
+        )
+        cursor.execute(f"UPDATE {generation} SET token = token + 1")
     assert "calculate" not in offered(conversation)
     assert Message.objects.filter(conversation=conversation).exists()

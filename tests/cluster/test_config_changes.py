@@ -25,7 +25,12 @@ JOIN_FINANCE = (
 
 
 def calculate_calls(cluster: Cluster, conversation_id: int) -> int:
-    query = "SELECT count(*) FROM chat_toolpair WHERE conversation_id = %s AND tool_name = %s"
+    """Calls of calculate the policy let run. (Once the thread holds a calculate call, the
+    request keeps describing the tool, offered or not, and a call to it is refused.)"""
+    query = (
+        "SELECT count(*) FROM chat_toolpair WHERE conversation_id = %s AND tool_name = %s"
+        " AND decision = 'allowed'"
+    )
     return int(cluster.sql(query, conversation_id, "calculate")[0][0])
 
 
@@ -41,7 +46,7 @@ IDLE = (
 
 async def ask(cluster: Cluster, tab: Tab, conversation_id: int, text: str) -> int:
     """Ask for a calculation through ``tab`` and wait until the conversation is idle again
-    (every call answered, the last reply complete); how many calculate calls it made."""
+    (every call answered, the last reply complete); how many calculate calls it ran."""
     calls = calculate_calls(cluster, conversation_id)
     replies = int(cluster.sql(IDLE, *[conversation_id] * 4)[0][3])
     await tab.send({"type": "send", "text": text})

@@ -139,6 +139,10 @@ def test_group_membership_changes_take_effect_on_the_next_turn(
     assert "calculate" in offered(conversation)
     group.user_set.clear()
     assert "calculate" not in offered(conversation)
+    owner.groups.set([group])  # what the user's admin page does
+    assert "calculate" in offered(conversation)
+    owner.groups.set([])
+    assert "calculate" not in offered(conversation)
 
 
 def test_deleting_a_group_takes_effect_on_the_next_turn(

@@ -14,6 +14,7 @@ class ChatConfig(AppConfig):
         from django.conf import settings
 
         from chat.runtime import doorbells, engine, runner, sweeper, tasks
+        from chat.services import config_cache
         from chat.sockets import socket_auth
         from tools import task_backend
 
@@ -32,3 +33,4 @@ class ChatConfig(AppConfig):
             )
         )
         socket_auth.connect_receivers()
+        config_cache.connect_receivers()

@@ -19,6 +19,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from chat.billing.pricing import Price, TokenCounts, cost, counts_from_usage
+from tools.config_generation import GenerationQuerySet
 
 TOKEN_FIELDS = (
     "input_tokens",
@@ -183,6 +184,8 @@ class GroupBudget(models.Model):
     warn_percent = models.PositiveSmallIntegerField(
         default=80, help_text="Staff see the group's members as near the limit from here."
     )
+
+    objects = GenerationQuerySet.as_manager()
 
     def __str__(self) -> str:
         return f"Budget of {self.group}"

@@ -9,7 +9,10 @@ from __future__ import annotations
 from django.core.validators import MinValueValidator
 from django.db import DEFAULT_DB_ALIAS, models, transaction
 
+from tools.config_generation import ConfigGeneration, GenerationQuerySet
 from tools.registry import ToolRegistry, registry
+
+__all__ = ["ConfigGeneration", "ToolPolicy", "sync_policies"]
 
 
 class ToolPolicy(models.Model):
@@ -70,6 +73,8 @@ class ToolPolicy(models.Model):
         help_text="The tools the model may call right after this tool's result (when it may "
         "start a chain). Empty: any tool.",
     )
+
+    objects = GenerationQuerySet.as_manager()
 
     class Meta:
         ordering = ["tool_name"]

@@ -179,12 +179,14 @@ class ToolRegistry:
         self._tools: dict[str, ToolSpec] = {}
         self._sources: list[ToolSource] = []
         self._lock = threading.Lock()
+        self.version = 0  # moves when a tool or source is added or removed (a cache key)
 
     def add_source(self, source: ToolSource) -> None:
         """Consult `source` for names no registered tool has (set up in an `AppConfig.ready()`)."""
         with self._lock:
             if source not in self._sources:
                 self._sources.append(source)
+                self.version += 1
 
     def register(self, spec: ToolSpec) -> ToolSpec:
         with self._lock:
@@ -195,11 +197,13 @@ class ToolRegistry:
                     f"{existing.__module__}.{existing.__qualname__}."
                 )
             self._tools[spec.name] = spec
+            self.version += 1
         return spec
 
     def unregister(self, name: str) -> None:
         with self._lock:
             self._tools.pop(name, None)
+            self.version += 1
 
     @contextmanager
     def temporarily(self, *specs: ToolSpec) -> Iterator[None]:

@@ -12,22 +12,33 @@ import datetime as dt
 from django.db import transaction
 from django.utils import timezone
 
-from chat.models import GroupBudget, Message
+from chat.models import Message
 from chat.runtime import events
+from chat.services import config_cache
+from chat.services.config_cache import Snapshot
 from chat.services.conversations import lock
 from chat.services.messages import append
 from chat.usage_models import BudgetState, month_start
 
 
-def states_for_user(user_id: int, now: dt.datetime | None = None) -> list[BudgetState]:
-    """The budget of each of the user's groups that has one, fullest first."""
-    budgets = GroupBudget.objects.filter(group__user=user_id).select_related("group")
-    return sorted((b.state(now) for b in budgets), key=lambda s: -s.percent)
+def states_for_user(
+    user_id: int, now: dt.datetime | None = None, *, config: Snapshot | None = None
+) -> list[BudgetState]:
+    """The budget of each of the user's groups that has one, fullest first.
+
+    Which budgets apply comes from the configuration cache; what was spent is summed afresh.
+    """
+    config = config_cache.snapshot(config)
+    by_group = config_cache.budgets_by_group(config)
+    groups = sorted(config_cache.group_ids_of(user_id, config) & by_group.keys())
+    return sorted((by_group[g].state(now) for g in groups), key=lambda s: -s.percent)
 
 
-def exhausted(user_id: int, now: dt.datetime | None = None) -> BudgetState | None:
+def exhausted(
+    user_id: int, now: dt.datetime | None = None, *, config: Snapshot | None = None
+) -> BudgetState | None:
     """The first of the user's group budgets that is used up, if any."""
-    return next((s for s in states_for_user(user_id, now) if s.over), None)
+    return next((s for s in states_for_user(user_id, now, config=config) if s.over), None)
 
 
 def _next_month(now: dt.datetime) -> dt.datetime:

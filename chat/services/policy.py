@@ -18,14 +18,17 @@ read the database.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from django.conf import settings
-from django.contrib.auth.models import Group
 
 from chat.models import Conversation, Message, ToolPair
+from chat.services import config_cache
+from chat.services.config_cache import Snapshot
 from chat.services.errors import ConversationGone
+from tools import config_generation
 from tools.models import ToolPolicy
 from tools.registry import registry
 
@@ -138,39 +141,47 @@ def plan_start(policy: PolicyView) -> StartPlan:
 # --- reading the database --------------------------------------------------------------------
 
 
-def load(names: Iterable[str]) -> dict[str, PolicyView]:
-    """Policy snapshots by tool name; a tool without a row gets the defaults."""
-    wanted = list(dict.fromkeys(names))
-    views = {name: PolicyView(name) for name in wanted}
-    rows = ToolPolicy.objects.filter(tool_name__in=wanted).prefetch_related(
-        "allowed_groups", "chain_targets"
+def _policy_table() -> Mapping[str, PolicyView]:
+    rows = ToolPolicy.objects.prefetch_related("allowed_groups", "chain_targets")
+    return MappingProxyType(
+        {
+            row.tool_name: PolicyView(
+                name=row.tool_name,
+                enabled=row.enabled,
+                approval=row.approval,
+                timeout_s=row.timeout_s,
+                approval_counts_toward_timeout=row.approval_counts_toward_timeout,
+                group_ids=frozenset(g.pk for g in row.allowed_groups.all()),
+                may_start_chain=row.may_start_chain,
+                chain_targets=frozenset(t.tool_name for t in row.chain_targets.all()),
+            )
+            for row in rows
+        }
     )
-    for row in rows:
-        views[row.tool_name] = PolicyView(
-            name=row.tool_name,
-            enabled=row.enabled,
-            approval=row.approval,
-            timeout_s=row.timeout_s,
-            approval_counts_toward_timeout=row.approval_counts_toward_timeout,
-            group_ids=frozenset(g.pk for g in row.allowed_groups.all()),
-            may_start_chain=row.may_start_chain,
-            chain_targets=frozenset(t.tool_name for t in row.chain_targets.all()),
-        )
-    return views
 
 
-def policy_for(name: str) -> PolicyView:
-    return load([name])[name]
+def load(names: Iterable[str], *, config: Snapshot | None = None) -> dict[str, PolicyView]:
+    """Policy snapshots by tool name; a tool without a row gets the defaults. Every policy is
+    read at once and kept per configuration generation (``chat.services.config_cache``)."""
+    table = config_cache.snapshot(config).get("tool_policies", _policy_table)
+    return {name: table.get(name) or PolicyView(name) for name in dict.fromkeys(names)}
 
 
-def group_ids_of(user_id: int) -> frozenset[int]:
-    return frozenset(Group.objects.filter(user__id=user_id).values_list("pk", flat=True))
+def policy_for(name: str, *, config: Snapshot | None = None) -> PolicyView:
+    return load([name], config=config)[name]
 
 
-def offered_names(user_id: int, names: Iterable[str]) -> set[str]:
+def group_ids_of(user_id: int, *, config: Snapshot | None = None) -> frozenset[int]:
+    return config_cache.group_ids_of(user_id, config_cache.snapshot(config))
+
+
+def offered_names(
+    user_id: int, names: Iterable[str], *, config: Snapshot | None = None
+) -> set[str]:
     """Which of ``names`` may be offered to the model in a conversation of this user."""
-    groups = group_ids_of(user_id)
-    return {name for name, view in load(names).items() if usable(view, groups)}
+    config = config_cache.snapshot(config)
+    groups = group_ids_of(user_id, config=config)
+    return {name for name, view in load(names, config=config).items() if usable(view, groups)}
 
 
 def chain_origins(conversation_id: int, message_id: int) -> list[str]:
@@ -205,11 +216,17 @@ def chain_origins(conversation_id: int, message_id: int) -> list[str]:
 
 def rule_on_call(conversation_id: int, message_id: int, name: str) -> Ruling:
     """The policy's ruling on a call the model just made in reply ``message_id``."""
-    owner_id = (
-        Conversation.objects.filter(pk=conversation_id).values_list("owner_id", flat=True).first()
+    row = (
+        Conversation.objects.filter(pk=conversation_id)
+        .annotate(config_token=config_generation.token_subquery())
+        .values_list("owner_id", "config_token")
+        .first()
     )
-    if owner_id is None:
+    if row is None:
         raise ConversationGone(f"Conversation {conversation_id} was deleted.")
+    owner_id, token = row
+    config = Snapshot(token)
     origins = chain_origins(conversation_id, message_id)
-    views = load([name, *origins])
-    return judge(views[name], group_ids_of(owner_id), [views[o] for o in origins])
+    views = load([name, *origins], config=config)
+    groups = group_ids_of(owner_id, config=config)
+    return judge(views[name], groups, [views[o] for o in origins])

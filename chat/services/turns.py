@@ -18,8 +18,9 @@ from django.utils import timezone
 from chat import compiled
 from chat.modelapi import history
 from chat.models import Conversation, Message, ToolPair
-from chat.services import budgets, messages, pairing, policy
-from tools.registry import registry
+from chat.services import budgets, config_cache, messages, pairing, policy
+from chat.services.config_cache import Snapshot
+from tools import config_generation
 
 
 @compiled.update
@@ -110,34 +111,43 @@ def release_and_check(conversation_id: int, owner: str) -> bool:
     return is_due(conversation_id)
 
 
+NO_SNAPSHOT = Snapshot(None)
+
+
 @dataclass(frozen=True)
 class TurnInput:
     conversation_id: int
     owner_id: int
     request: dict[str, object]
     last_seq: int
+    config: Snapshot = NO_SNAPSHOT  # the configuration generation the turn was built at
 
 
 @compiled.select
 def _with_newest_user(conversation_id: int) -> QuerySet[Conversation]:
-    newest_user = _newest_user_seq(superseded=False)
-    return Conversation.objects.filter(pk=conversation_id).annotate(newest_user=newest_user)[:1]
+    return Conversation.objects.filter(pk=conversation_id).annotate(
+        newest_user=_newest_user_seq(superseded=False),
+        config_token=config_generation.token_subquery(),
+    )[:1]
 
 
 def load_turn_input(conversation_id: int) -> TurnInput | None:
     """The request for the next turn, or None when nothing waits for an answer."""
     # One query decides; the request (thread, calls, policies) is built only when it is due.
+    # It also reads the configuration generation, so cached configuration costs no statement.
     conversation = _with_newest_user.one(conversation_id)
     if conversation is None:
         return None
     if (conversation.newest_user or 0) <= conversation.answered_seq:  # type: ignore[attr-defined]
         return None
-    parts = request_parts(conversation)
+    config = Snapshot(conversation.config_token)  # type: ignore[attr-defined]
+    parts = request_parts(conversation, config=config)
     return TurnInput(
         conversation_id=conversation_id,
         owner_id=conversation.owner_id,
         request=history.build_request(parts.thread, parts.options, parts.pending),
         last_seq=parts.thread[-1].seq if parts.thread else 0,
+        config=config,
     )
 
 
@@ -165,7 +175,7 @@ def _open_calls(conversation_id: int) -> QuerySet[ToolPair, tuple[str, str, str]
     ).values_list("tool_use_id", "tool_name", "status")
 
 
-def request_parts(conversation: Conversation) -> RequestParts:
+def request_parts(conversation: Conversation, *, config: Snapshot | None = None) -> RequestParts:
     """What a request for this conversation is built from: the thread, open calls, options."""
     rows = _thread_rows(conversation.pk)
     thread = [history.StoredMessage(seq, role, kind, content) for seq, role, kind, content in rows]
@@ -179,15 +189,16 @@ def request_parts(conversation: Conversation) -> RequestParts:
     allow_tools = not (
         pairing.round_cap_reached(next_round) or pairing.invalid_cap_reached(invalid)
     )
-    specs = registry.all()
+    config = config_cache.snapshot(config)
+    schemas = config_cache.tool_schemas(config)
     # Only tools the owner may use are offered; every known tool still describes past calls.
-    offered = policy.offered_names(conversation.owner_id, [s.name for s in specs])
+    offered = policy.offered_names(conversation.owner_id, schemas.names, config=config)
     options = history.RequestOptions(
         model=conversation.model,
         max_tokens=settings.ANTHROPIC_MAX_TOKENS,
         system=conversation.system_prompt,
-        tools=[s.anthropic_schema() for s in specs if s.name in offered],
-        known_tools={s.name: s.anthropic_schema() for s in specs},
+        tools=[schemas.by_name[name] for name in schemas.names if name in offered],
+        known_tools=schemas.by_name,
         allow_tool_use=allow_tools,
         thinking_budget=conversation.thinking_budget,
         cache_ttl="1h" if settings.TANDEM_CACHE_STRATEGY == "1h" else "5m",
@@ -226,9 +237,8 @@ def begin_turn(conversation_id: int) -> Turn | None:
     if turn is None:
         return None
     # The budget is read first without a transaction; the refusal re-checks under the lock.
-    if budgets.exhausted(turn.owner_id) is not None and budgets.refuse_if_over_budget(
-        conversation_id, turn.last_seq
-    ):
+    over = budgets.exhausted(turn.owner_id, config=turn.config)
+    if over is not None and budgets.refuse_if_over_budget(conversation_id, turn.last_seq):
         return Turn(turn, None)
     reply = messages.start_reply(conversation_id, turn.last_seq)
     return Turn(turn, reply.pk)

@@ -9,7 +9,10 @@ class McpConfig(AppConfig):
     verbose_name = "MCP tool servers"
 
     def ready(self) -> None:
+        from tools import config_generation
+        from tools.mcp.models import McpServer, McpTool
         from tools.mcp.source import McpToolSource
         from tools.registry import registry
 
         registry.add_source(McpToolSource())
+        config_generation.watch(McpServer, McpTool)

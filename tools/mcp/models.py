@@ -6,6 +6,7 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 
+from tools.config_generation import GenerationQuerySet
 from tools.mcp import rules
 
 
@@ -49,6 +50,8 @@ class McpServer(models.Model):
     refresh_ok = models.BooleanField("last refresh worked", default=False, editable=False)
     refresh_status = models.TextField("refresh result", blank=True, editable=False)
 
+    objects = GenerationQuerySet.as_manager()
+
     class Meta:
         ordering = ["name"]
         verbose_name = "MCP server"
@@ -76,6 +79,8 @@ class McpTool(models.Model):
     present = models.BooleanField(
         default=True, help_text="Off: the server no longer lists it (its policy is disabled)."
     )
+
+    objects = GenerationQuerySet.as_manager()
 
     class Meta:
         ordering = ["server__name", "name"]

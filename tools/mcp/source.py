@@ -1,7 +1,9 @@
 """MCP tools as ToolSpecs, read from the database on every look-up.
 
-Nothing about an MCP tool is kept in process memory: the spec a task gets is built from the
-rows at that moment (server URL, token, tool name, schema), in whichever process runs it.
+Nothing about an MCP tool is kept in process memory here: the spec a task gets is built from
+the rows at that moment (server URL, token, tool name, schema), in whichever process runs it.
+(The schemas a turn offers are kept by ``chat.services.config_cache`` under the configuration
+generation, which every change of these rows moves: ``tools.config_generation``.)
 """
 
 from __future__ import annotations

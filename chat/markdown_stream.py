@@ -13,6 +13,13 @@ joined HTML of every block equals ``chat.rendering.markdown_to_html`` of the who
 renderer concatenates per token, and a top-level block parses the same alone), so a finished
 reply renders exactly as it streamed. Reference-style link definitions are off in both, since
 one written at the end would change blocks already sent.
+
+Most frames of a reply extend a paragraph of plain prose. Text whose every line starts with a
+letter and holds only letters, digits, spaces and punctuation that means nothing to Markdown or
+HTML cannot produce markup: its blocks are paragraphs of that same text, which the sanitizer
+leaves as they are, so ``step`` writes them without parsing or sanitizing (``_plain_step``;
+tests/chat/test_markdown_stream_plain.py holds it to the full path). Anything else, even one
+such character, takes the full path.
 """
 
 from __future__ import annotations
@@ -92,9 +99,53 @@ def _html(tokens: list[Token]) -> str:
     return sanitize(md.renderer.render(tokens, md.options, {}))
 
 
+# A line of plain prose: a letter first (a digit could start a list), then letters, digits,
+# spaces and punctuation that is no Markdown syntax here (no emphasis, code, links, HTML,
+# entities, escapes, tables; "-", "+", "=" and "." matter only at a line's start). ``"`` is
+# kept: Markdown escapes it and the sanitizer writes it back as it was.
+_PROSE_PUNCTUATION = " ,.;:?!'\"/()%@$=+\\-\u2013\u2014\u2018\u2019\u201c\u201d\u2026"
+_PLAIN_LINE = re.compile(rf"[^\W\d_](?:[^\W_]|[{_PROSE_PUNCTUATION}])*")
+
+
+def _plain_step(tail: str, sent: Progress) -> Step | None:
+    """``step`` for a tail of plain prose paragraphs, or None if it holds anything else.
+
+    Lines other than the last may not end in a space (two make a hard break); the last one's
+    trailing spaces end the paragraph, as Markdown strips them."""
+    lines = tail.split("\n")
+    paragraphs: list[tuple[int, list[str]]] = []  # (first line, its lines)
+    for number, line in enumerate(lines):
+        if not line:
+            continue
+        if _PLAIN_LINE.fullmatch(line) is None:
+            return None
+        if line[-1] == " " and number < len(lines) - 1:
+            return None
+        if number and lines[number - 1] and paragraphs:
+            paragraphs[-1][1].append(line)
+        else:
+            paragraphs.append((number, [line]))
+    complete_lines = len(lines) - 1
+    finished = 0
+    while finished + 1 < len(paragraphs) and paragraphs[finished + 1][0] < complete_lines:
+        finished += 1
+    html = ["<p>" + "\n".join(p).rstrip(" ") + "</p>\n" for _, p in paragraphs]
+    advance = sum(len(line) + 1 for line in lines[: paragraphs[finished][0]]) if finished else 0
+    return Step(
+        tuple(html[:finished]),
+        "".join(html[finished:]),
+        Progress(sent.blocks + finished, sent.offset + advance),
+    )
+
+
 def step(text: str, sent: Progress) -> Step:
     """The blocks of ``text`` finished since ``sent``, and the open part, each sanitized."""
     tail = normalize(text)[sent.offset :]
+    plain = _plain_step(tail, sent)
+    return plain if plain is not None else _full_step(tail, sent)
+
+
+def _full_step(tail: str, sent: Progress) -> Step:
     tokens = parser().parse(tail)
     groups = _groups(tokens)
     lines = _line_offsets(tail)

@@ -94,9 +94,19 @@ def _line_offsets(text: str) -> list[int]:
     return offsets
 
 
-def _html(tokens: list[Token]) -> str:
+def _html(tokens: list[Token], *, again: bool = False) -> str:
+    """Sanitized HTML of ``tokens``; ``again``: a block the next frames will render the same."""
     md = parser()
-    return sanitize(md.renderer.render(tokens, md.options, {}))
+    raw = md.renderer.render(tokens, md.options, {})
+    return _sanitized(raw) if again else sanitize(raw)
+
+
+@lru_cache(maxsize=256)
+def _sanitized(raw: str) -> str:
+    """A block followed by another in the text so far, sanitized once: it stays open until
+    the next block's first line is complete, and then is sent as a finished block, so frames
+    re-render it unchanged. (The last block, which changes every frame, is not kept.)"""
+    return sanitize(raw)
 
 
 # A line of plain prose: a letter first (a digit could start a list), then letters, digits,
@@ -156,8 +166,9 @@ def _full_step(tail: str, sent: Progress) -> Step:
         if next_start is None or next_start[0] >= complete_lines:
             break
         finished += 1
-    new_blocks = tuple(_html(tokens[a:b]) for a, b in groups[:finished])
-    open_html = _html(tokens[groups[finished][0] :]) if finished < len(groups) else ""
+    last = len(groups) - 1
+    html = [_html(tokens[a:b], again=number < last) for number, (a, b) in enumerate(groups)]
+    new_blocks, open_html = tuple(html[:finished]), "".join(html[finished:])
     start = tokens[groups[finished][0]].map if finished else None
     advance = lines[start[0]] if start is not None else 0  # checked above: not None
     return Step(new_blocks, open_html, Progress(sent.blocks + finished, sent.offset + advance))

@@ -179,7 +179,12 @@ def test_a_frame_sanitizes_again_only_the_block_being_written(
     """The blocks before the last one in the open part render the same every frame (and then
     finish unchanged): they are sanitized once, only the last block each frame."""
     calls: list[str] = []
-    monkeypatch.setattr(markdown_stream, "sanitize", lambda raw: calls.append(raw) or raw)
+
+    def sanitize(raw: str) -> str:
+        calls.append(raw)
+        return raw
+
+    monkeypatch.setattr(markdown_stream, "sanitize", sanitize)
     markdown_stream._sanitized.cache_clear()
     text = "A *list*:\n\n- one\n- two\n\nAnd *more"
     progress = Progress()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 import nh3
@@ -75,8 +76,12 @@ def sanitize(html: str) -> str:
     return _cleaner.clean(html)
 
 
+@lru_cache(maxsize=128)
 def markdown_to_html(text: str) -> str:
-    """Safe HTML for a finished message (the same as its blocks streamed, chat.markdown_stream)."""
+    """Safe HTML for a finished message (the same as its blocks streamed, chat.markdown_stream).
+
+    Memoised by text: a finished reply is rendered again for every doorbell that replaces it
+    and every page that shows it, always the same."""
     return sanitize(_md.render(text))
 
 

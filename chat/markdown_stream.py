@@ -25,6 +25,7 @@ such character, takes the full path.
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -109,12 +110,22 @@ def _sanitized(raw: str) -> str:
     return sanitize(raw)
 
 
-# A line of plain prose: a letter first (a digit could start a list), then letters, digits,
-# spaces and punctuation that is no Markdown syntax here (no emphasis, code, links, HTML,
-# entities, escapes, tables; "-", "+", "=" and "." matter only at a line's start). ``"`` is
-# kept: Markdown escapes it and the sanitizer writes it back as it was.
-_PROSE_PUNCTUATION = " ,.;:?!'\"/()%@$=+\\-\u2013\u2014\u2018\u2019\u201c\u201d\u2026"
-_PLAIN_LINE = re.compile(rf"[^\W\d_](?:[^\W_]|[{_PROSE_PUNCTUATION}])*")
+# Plain prose: lines that start with a letter (a digit could start a list) and hold letters,
+# digits, spaces and punctuation that is no Markdown syntax here (no emphasis, code, links,
+# HTML, entities, escapes, tables; "-", "+", "=" and "." matter only at a line's start). ``"``
+# is kept: Markdown escapes it and the sanitizer writes it back as it was.
+_PROSE_PUNCTUATION = " ,.;:?!'\"/()%@$=+-"
+_PROSE_UNICODE_PUNCTUATION = "\u2013\u2014\u2018\u2019\u201c\u201d\u2026"  # dashes, quotes, …
+_NOT_PROSE = re.compile(rf"[^\w\n{re.escape(_PROSE_PUNCTUATION + _PROSE_UNICODE_PUNCTUATION)}]")
+_ASCII_PROSE = (string.ascii_letters + string.digits + "\n" + _PROSE_PUNCTUATION).encode()
+
+
+def _is_prose(text: str) -> bool:
+    """Whether ``text`` holds only prose characters: letters, digits, newlines and the
+    punctuation above (one pass over the bytes when the text is ASCII, as most is)."""
+    if text.isascii():
+        return not text.encode().translate(None, _ASCII_PROSE)
+    return "_" not in text and _NOT_PROSE.search(text) is None
 
 
 def _plain_step(tail: str, sent: Progress) -> Step | None:
@@ -122,12 +133,14 @@ def _plain_step(tail: str, sent: Progress) -> Step | None:
 
     Lines other than the last may not end in a space (two make a hard break); the last one's
     trailing spaces end the paragraph, as Markdown strips them."""
+    if not _is_prose(tail):
+        return None
     lines = tail.split("\n")
     paragraphs: list[tuple[int, list[str]]] = []  # (first line, its lines)
     for number, line in enumerate(lines):
         if not line:
             continue
-        if _PLAIN_LINE.fullmatch(line) is None:
+        if not line[0].isalpha():
             return None
         if line[-1] == " " and number < len(lines) - 1:
             return None

@@ -7,7 +7,15 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from chat.markdown_stream import Progress, _full_step, _plain_step, normalize, step
+from chat.markdown_stream import (
+    _NOT_PROSE,
+    Progress,
+    _full_step,
+    _is_prose,
+    _plain_step,
+    normalize,
+    step,
+)
 
 PROSE = "aZé9 ,.;:?!'\"/()%@$=+-\u2013\u2014\u2018\u2019\u201c\u201d\u2026"
 # Near misses: Markdown or HTML syntax, whitespace that is not a plain space, look-alikes.
@@ -70,3 +78,13 @@ def test_anything_that_could_carry_markup_takes_the_full_path() -> None:
     for text in ["a *b*", "a_b", "a `b`", "a [b](c)", "a <b>", "a &amp;", "a\\b", "1. a", "a\tb"]:
         assert _plain_step(text, Progress()) is None, text
     assert _plain_step("a  \nb", Progress()) is None  # a hard break
+
+
+def test_the_ascii_shortcut_accepts_exactly_the_characters_the_full_test_does() -> None:
+    for code in range(0x10000):
+        char = chr(code)
+        if 0xD800 <= code < 0xE000:
+            continue  # lone surrogates
+        full = char != "_" and _NOT_PROSE.search(char) is None
+        assert _is_prose(char) == full == _is_prose(char + "\u2014"), repr(char)
+    assert not any(_is_prose(c) for c in "*_`~[]<>&\\|#\t\r\xa0")

@@ -7,9 +7,10 @@ per-token costs. This layer keeps the same semantics, more cheaply:
 
 * expiry is checked at most every ``CLEAN_INTERVAL_S`` (messages still expire after
   ``expiry`` seconds, give or take that interval);
-* a group send puts the message straight on each member's queue (a put never waits);
-* a flat message of immutable values (every live event is one) is copied shallowly, which is
-  what a deep copy of it amounts to.
+* a group send puts the message straight on each member's queue (a put never waits), with
+  one expiry time, and neither re-checks the members' names nor builds a queue it has;
+* a flat message of immutable values and lists of them (every live event is one) is copied
+  one level deep, which is what a deep copy of it amounts to.
 
 A layer shared by several processes is Redis (``REDIS_URL``), which this does not touch.
 """
@@ -31,9 +32,15 @@ _IMMUTABLE = (str, int, float, bool, type(None))
 
 def copy_message(message: dict[str, Any]) -> dict[str, Any]:
     """A copy no receiver can change the sender's message through."""
-    if all(isinstance(value, _IMMUTABLE) for value in message.values()):
-        return dict(message)
-    return deepcopy(message)
+    copy: dict[str, Any] = {}
+    for key, value in message.items():
+        if isinstance(value, _IMMUTABLE):
+            copy[key] = value
+        elif type(value) is list and all(isinstance(item, _IMMUTABLE) for item in value):
+            copy[key] = list(value)  # a Markdown frame's finished blocks
+        else:
+            return deepcopy(message)
+    return copy
 
 
 class ProcessLayer(InMemoryChannelLayer):  # type: ignore[misc]
@@ -49,17 +56,25 @@ class ProcessLayer(InMemoryChannelLayer):  # type: ignore[misc]
         assert isinstance(message, dict), "message is not a dict"
         self.require_valid_channel_name(channel)
         assert "__asgi_channel__" not in message
-        queue = self.channels.setdefault(channel, asyncio.Queue(maxsize=self.get_capacity(channel)))
+        self._put(channel, time.time() + self.expiry, message)
+
+    def _put(self, channel: str, expires: float, message: dict[str, Any]) -> None:
+        queue = self.channels.get(channel)
+        if queue is None:
+            queue = self.channels[channel] = asyncio.Queue(maxsize=self.get_capacity(channel))
         try:
-            queue.put_nowait((time.time() + self.expiry, copy_message(message)))
+            queue.put_nowait((expires, copy_message(message)))
         except asyncio.QueueFull:
             raise ChannelFull(channel) from None
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        """Each member gets its own copy; their names were checked when they joined."""
         assert isinstance(message, dict), "Message is not a dict"
         self.require_valid_group_name(group)
+        assert "__asgi_channel__" not in message
         self._clean_expired()
+        expires = time.time() + self.expiry
         for channel in list(self.groups.get(group, ())):
             # At most once, as the layer promises: the database holds the truth.
             with contextlib.suppress(ChannelFull):
-                await self.send(channel, message)
+                self._put(channel, expires, message)

@@ -183,7 +183,19 @@ def experiment_runner_reads_off_thread() -> None:
     runner.db = db  # type: ignore[assignment]
 
 
+def experiment_switch_interval(seconds: float) -> Callable[[], None]:
+    """What-if: a shorter GIL switch interval (Python's default is 5 ms), so the event loop,
+    after a system call that released the GIL, gets it back sooner from the database threads."""
+
+    def apply() -> None:
+        sys.setswitchinterval(seconds)
+
+    return apply
+
+
 EXPERIMENTS = {
+    "switch-interval-1ms": experiment_switch_interval(0.001),
+    "switch-interval-0.5ms": experiment_switch_interval(0.0005),
     "live-events-skip-db-thread": experiment_live_events_skip_db_thread,
     "runner-reads-off-thread": experiment_runner_reads_off_thread,
 }

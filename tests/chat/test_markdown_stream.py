@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chat import markdown_stream
 from chat.markdown_stream import Progress, render, step
 from chat.rendering import markdown_to_html
 from tests.chat.test_rendering import HOSTILE
@@ -169,3 +171,25 @@ def test_later_steps_parse_only_the_open_part() -> None:
     assert first.progress.offset == len("# Title\n\n")
     # The finished heading is not looked at again: the text before the offset may be anything.
     assert step("XXXXXXXXXBody and more", first.progress).open_html == "<p>Body and more</p>\n"
+
+
+def test_a_frame_sanitizes_again_only_the_block_being_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The blocks before the last one in the open part render the same every frame (and then
+    finish unchanged): they are sanitized once, only the last block each frame."""
+    calls: list[str] = []
+
+    def sanitize(raw: str) -> str:
+        calls.append(raw)
+        return raw
+
+    monkeypatch.setattr(markdown_stream, "sanitize", sanitize)
+    markdown_stream._sanitized.cache_clear()
+    text = "A *list*:\n\n- one\n- two\n\nAnd *more"
+    progress = Progress()
+    for end in range(len(text) - 3, len(text) + 1):
+        progress = step(text[:end], progress).progress
+    blocks = ["<p>A <em>list</em>:</p>\n", "<ul>\n<li>one</li>\n<li>two</li>\n</ul>\n"]
+    assert [c for c in calls if c in blocks] == blocks  # once each, though open every frame
+    assert len(calls) == len(blocks) + 4  # and the last block, once a frame

@@ -137,3 +137,11 @@ def test_it_formats_tool_input_and_results_as_text() -> None:
     assert pretty_json("not json <x>") == "not json <x>"
     assert result_text([{"type": "text", "text": "<b>"}, {"type": "text", "text": "2"}]) == "<b>\n2"
     assert result_text(None) == ""
+
+
+def test_a_finished_reply_is_rendered_once_for_every_page_that_shows_it() -> None:
+    text = "Some **bold** text and [a link](https://example.com).\n\n- one\n- two\n"
+    first = markdown_to_html(text)
+    hits = markdown_to_html.cache_info().hits
+    assert markdown_to_html(text) is first
+    assert markdown_to_html.cache_info().hits == hits + 1

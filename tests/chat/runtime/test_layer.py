@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from channels.exceptions import ChannelFull
@@ -59,3 +60,22 @@ async def test_it_still_expires_old_messages(monkeypatch: pytest.MonkeyPatch) ->
     await bus.group_send("other", {"type": "z"})  # sends clean up too
     assert channel not in bus.channels
     assert channel not in bus.groups.get("g", {})  # an expired member leaves its groups
+
+
+async def test_each_member_gets_its_own_copy_of_a_frames_blocks() -> None:
+    bus = ProcessLayer()
+    a, b = await bus.new_channel(), await bus.new_channel()
+    await bus.group_add("conv-1", a)
+    await bus.group_add("conv-1", b)
+    frame = {"type": "reply.markdown", "blocks": ["<p>a</p>"], "open": ""}
+    await bus.group_send("conv-1", frame)
+    first, second = await bus.receive(a), await bus.receive(b)
+    first["blocks"].append("<p>b</p>")
+    assert second["blocks"] == frame["blocks"] == ["<p>a</p>"]
+
+
+def test_a_copy_is_deep_where_a_value_is_not_flat() -> None:
+    nested: dict[str, Any] = {"type": "x", "items": [[1]], "more": {"a": 1}, "tuple": ("a",)}
+    copy = layer.copy_message(nested)
+    assert copy == nested
+    assert copy["items"][0] is not nested["items"][0] and copy["more"] is not nested["more"]

@@ -183,19 +183,21 @@ def experiment_runner_reads_off_thread() -> None:
     runner.db = db  # type: ignore[assignment]
 
 
-def experiment_switch_interval(seconds: float) -> Callable[[], None]:
-    """What-if: a shorter GIL switch interval (Python's default is 5 ms), so the event loop,
-    after a system call that released the GIL, gets it back sooner from the database threads."""
+def experiment_switch_interval(ms: float) -> Callable[[], None]:
+    """What-if: another GIL switch interval than settings.TANDEM_GIL_SWITCH_INTERVAL_MS (1 ms;
+    Python's default is 5 ms), which project/asgi.py applies when the server imports it."""
 
     def apply() -> None:
-        sys.setswitchinterval(seconds)
+        from django.conf import settings
+
+        settings.TANDEM_GIL_SWITCH_INTERVAL_MS = ms
 
     return apply
 
 
 EXPERIMENTS = {
-    "switch-interval-1ms": experiment_switch_interval(0.001),
-    "switch-interval-0.5ms": experiment_switch_interval(0.0005),
+    "switch-interval-5ms": experiment_switch_interval(5.0),
+    "switch-interval-0.5ms": experiment_switch_interval(0.5),
     "live-events-skip-db-thread": experiment_live_events_skip_db_thread,
     "runner-reads-off-thread": experiment_runner_reads_off_thread,
 }

@@ -135,8 +135,13 @@ async def test_stop_on_another_process_stops_the_reply(cluster: Cluster) -> None
         await two.close()
 
 
+CONFIG_CHANGED = "UPDATE tools_configgeneration SET token = token + 1"
+
+
 async def test_approval_on_another_process_runs_the_call_on_a_worker(cluster: Cluster) -> None:
+    # Plain SQL sends no signal: it moves the configuration token itself (tools/config_generation).
     cluster.sql("UPDATE tools_toolpolicy SET approval = 'owner' WHERE tool_name = 'calculate'")
+    cluster.sql(CONFIG_CHANGED)
     try:
         one, two, conversation_id = await two_tabs(cluster)
         try:
@@ -158,3 +163,4 @@ async def test_approval_on_another_process_runs_the_call_on_a_worker(cluster: Cl
             await two.close()
     finally:
         cluster.sql("UPDATE tools_toolpolicy SET approval = 'auto' WHERE tool_name = 'calculate'")
+        cluster.sql(CONFIG_CHANGED)

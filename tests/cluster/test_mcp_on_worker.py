@@ -51,6 +51,7 @@ def cluster(
         assert "(True, 'Listed 4 tools." in printed, printed
         # Cancel needs a call that waits; `hang` has no annotations (the owner approves).
         stack.sql("UPDATE tools_toolpolicy SET approval = 'auto' WHERE tool_name = 'demo__hang'")
+        stack.sql("UPDATE tools_configgeneration SET token = token + 1")  # plain SQL: no signal
         yield stack
     finally:
         stack.stop()

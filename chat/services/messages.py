@@ -25,22 +25,10 @@ def append(
     kind: str,
     content: list[dict[str, Any]],
     status: str = Message.Status.COMPLETE,
-    **fields: Any,
 ) -> Message:
     """Append a message to a locked conversation, with the next seq and a new rev."""
     seq = conversation.next_seq
     rev = bump_rev(conversation, next_seq=seq + 1)
-    if fields:
-        return Message.objects.create(
-            conversation=conversation,
-            seq=seq,
-            rev=rev,
-            role=role,
-            kind=kind,
-            content=content,
-            status=status,
-            **fields,
-        )
     return _create(
         conversation, seq=seq, rev=rev, role=role, kind=kind, content=content, status=status
     )

@@ -39,9 +39,9 @@ def pytest_on_postgresql(prefix: str, *paths: str, at_least: int) -> None:
     database it should find."""
     with fresh_database(prefix) as url:
         env = {**os.environ, "DATABASE_URL": url, "TANDEM_EXPECT_VENDOR": "postgresql"}
+        options = ["-p", "no:cacheprovider", "-q", "-m", "not postgres", "--create-db"]
         child = subprocess.run(
-            [sys.executable, "-m", "pytest", *paths, "-p", "no:cacheprovider", "-q"]
-            + ["-m", "not postgres", "--create-db"],
+            [sys.executable, "-m", "pytest", *paths, *options],
             cwd=ROOT,
             env=env,
             capture_output=True,

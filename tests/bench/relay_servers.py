@@ -23,7 +23,7 @@ from typing import IO, Any
 from tests.bench.load import PASSWORD, PREFIX
 from tests.bench.relay_client import Session, login, new_conversation
 from tests.bench.tandem_server import COUNTS_ENV
-from tests.e2e.server import ROOT, LiveServer
+from tests.e2e.server import ROOT, LiveServer, stop_process
 
 AT_ONCE = 4  # logins and conversation creations in flight at once (setup, not measured)
 
@@ -71,13 +71,7 @@ class Process:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        stop_process(self.process)
         if self._log is not None:
             self._log.close()
 

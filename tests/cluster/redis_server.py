@@ -12,7 +12,7 @@ from pathlib import Path
 
 import redis
 
-from tests.e2e.server import free_port
+from tests.e2e.server import free_port, stop_process
 
 
 @dataclass
@@ -63,9 +63,4 @@ class RedisServer:
             client.close()
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        stop_process(self.process)

@@ -21,6 +21,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def stop_process(process: subprocess.Popen[Any] | None, timeout: float = 10) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within ``timeout`` seconds; waits for it."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=timeout)
+
+
 # Settings every test server process runs with (production mode on loopback, a fast simulator):
 # the e2e live server here and the cluster's processes (tests/cluster/harness.py).
 SERVER_TEST_ENV = {
@@ -134,12 +146,7 @@ class LiveServer:
             self._log = None
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        stop_process(self.process)
         self.process = None
         self._close_log()
 

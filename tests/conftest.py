@@ -17,6 +17,7 @@ from chat.billing.pricing import DEFAULT_PRICES
 from chat.modelapi import client as model_client
 from chat.models import Conversation, ModelPrice
 from chat.runtime import engine
+from chat.services import pairing
 from chat.sockets import ratelimit, socket_quota
 
 User = get_user_model()
@@ -144,3 +145,11 @@ async def frames_until(
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Browser tests run last: Playwright's sync API owns the thread's event loop meanwhile."""
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
+@pytest.fixture
+def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Tool runs the pairing service asked for (ids), instead of enqueueing them."""
+    calls: list[int] = []
+    monkeypatch.setattr(pairing, "enqueue_run", calls.append)
+    return calls

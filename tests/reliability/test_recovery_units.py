@@ -10,7 +10,7 @@ import pytest
 
 from chat.models import Conversation, Message, ToolPair
 from chat.runtime import engine
-from chat.services import pairing, recovery
+from chat.services import recovery
 from tests.reliability.helpers import HOST, add, dead_instance, hold_lease, running_pair
 from tools.registry import registry, spec_from_function
 
@@ -26,13 +26,6 @@ async def write_once(text: str) -> str:
 def _unsafe_tool() -> Iterator[None]:
     with registry.temporarily(spec_from_function(write_once)):
         yield
-
-
-@pytest.fixture
-def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    monkeypatch.setattr(pairing, "enqueue_run", calls.append)
-    return calls
 
 
 @pytest.fixture

@@ -15,13 +15,6 @@ from chat.services import messages, pairing, turns
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    monkeypatch.setattr(pairing, "enqueue_run", calls.append)
-    return calls
-
-
 def _reply(conversation: Any) -> Message:
     messages.post_user_message(conversation.pk, "please use tools")
     return messages.start_reply(conversation.pk, answered_seq=conversation.messages.count())

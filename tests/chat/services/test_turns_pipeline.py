@@ -14,13 +14,6 @@ from chat.services import messages, pairing, turns
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    monkeypatch.setattr(pairing, "enqueue_run", calls.append)
-    return calls
-
-
 def _lease(conversation: Any) -> str:
     return Conversation.objects.get(pk=conversation.pk).lease_owner
 

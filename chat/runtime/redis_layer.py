@@ -111,11 +111,12 @@ class RejoiningRedisChannelLayer(RedisChannelLayer):  # type: ignore[misc]
             for channel, groups in list(self.members.items()):
                 for group in list(groups):
                     await super().group_add(group, channel)
+            # Counted once the groups are back, before any channel hears of it (a channel may
+            # act on the message before this coroutine resumes).
+            self.rejoins += 1
+            logger.warning("Redis came back: %d local channels joined again", len(self.members))
             for channel in list(self.members):
                 await self.send(channel, {"type": REJOINED})
         except (RedisError, OSError):
             logger.warning("joining the groups again failed; at the next look", exc_info=True)
             self._watch.lost = True
-            return
-        self.rejoins += 1
-        logger.warning("Redis came back: %d local channels joined again", len(self.members))

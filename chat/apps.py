@@ -25,6 +25,7 @@ class ChatConfig(AppConfig):
         engine.wire(
             engine.Wiring(
                 run_turn=runner.run_conversation,
+                run_begun=runner.run_begun,
                 enqueue_tool=tasks.run_tool_pair.enqueue,
                 background=(sweeper.run_forever, *listeners),
                 on_bind=(task_backend.bind_loop,),

@@ -100,9 +100,9 @@ DATABASES["default"].setdefault("TEST", {})
 TANDEM_DB_READS_OFF_THREAD = env.bool("TANDEM_DB_READS_OFF_THREAD", default=True)
 # The GIL's switch interval in a server process (Python's default is 5 ms). The database
 # threads release the GIL on every SQLite call and then wait up to this long to get it back from
-# the event loop; 1 ms cut relay p99 and time to first token at 50 streams in each of four
-# same-run comparisons here (README "Live path performance"). 0 keeps Python's default.
-TANDEM_GIL_SWITCH_INTERVAL_MS = env.float("TANDEM_GIL_SWITCH_INTERVAL_MS", default=1.0)
+# the event loop: at 100 streams the shared database thread spent ~5x its CPU time in such
+# waits at 1 ms, ~3x at 0.2 ms (README "Live path performance"). 0 keeps Python's default.
+TANDEM_GIL_SWITCH_INTERVAL_MS = env.float("TANDEM_GIL_SWITCH_INTERVAL_MS", default=0.2)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")

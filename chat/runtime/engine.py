@@ -35,6 +35,10 @@ _rekick: set[int] = set()
 _replies: dict[int, asyncio.Task[Any]] = {}
 _live: dict[int, LiveReply] = {}
 _tools: dict[str, ToolHandle] = {}
+# Conversations whose turn a database thread is beginning (``reserve``); guarded by the lock,
+# which ``_kick`` takes too, so a runner and a reservation never both start one.
+_reserved: set[int] = set()
+_reserve_lock = threading.Lock()
 
 
 @dataclass
@@ -65,6 +69,8 @@ class Wiring:
     # every process to stop a tool call wherever it runs.
     remote_kick: Callable[[int], None] | None = None
     remote_cancel: Callable[[str], None] | None = None
+    # Run a turn that a database hop began already (``reserve``/``adopt``): the turn runner.
+    run_begun: Callable[[int, Any], Awaitable[None]] | None = None
 
 
 _wiring: Wiring | None = None
@@ -155,15 +161,76 @@ def kick(conversation_id: int) -> None:
 
 
 def _kick(conversation_id: int) -> None:
-    running = _runners.get(conversation_id)
-    if running is not None and not running.done():
-        _rekick.add(conversation_id)
-        return
-    _runners[conversation_id] = spawn(_run(conversation_id, wired().run_turn))
+    with _reserve_lock:
+        running = _runners.get(conversation_id)
+        if conversation_id in _reserved or (running is not None and not running.done()):
+            _rekick.add(conversation_id)  # the runner (or the reserved turn) runs again after
+            return
+        _runners[conversation_id] = spawn(_run(conversation_id, wired().run_turn))
 
 
-async def _run(conversation_id: int, fn: Callable[[int], Awaitable[None]]) -> None:
+def reserve(conversation_id: int) -> bool:
+    """From a database thread: may the caller begin this conversation's turn right there, in
+    the hop that stored what it answers (one hop fewer before the first token)? True when this
+    process has a server loop and no runner of its own for the conversation; until ``adopt`` or
+    ``release`` no runner starts for it here, and kicks meanwhile are kept for after."""
+    loop = _loop
+    if _wiring is None or _wiring.run_begun is None:
+        return False
+    if loop is None or loop.is_closed() or not loop.is_running():
+        return False
+    with _reserve_lock:
+        running = _runners.get(conversation_id)
+        if conversation_id in _reserved or (running is not None and not running.done()):
+            return False
+        _reserved.add(conversation_id)
+        return True
+
+
+def adopt(conversation_id: int, begun: object) -> bool:
+    """After ``reserve``: run the turn the caller began (``Wiring.run_begun``) as the
+    conversation's runner; a kick that came meanwhile runs the turn runner once more after.
+    False when the server loop is gone (the process stops): the caller lets go."""
+
+    def start() -> None:
+        with _reserve_lock:
+            _reserved.discard(conversation_id)
+            if _loop is None:
+                return  # shut down meanwhile: recovery at the next start finds the reply
+            run_begun = wired().run_begun
+            assert run_begun is not None  # reserve() refused without it
+            _runners[conversation_id] = spawn(
+                _run(
+                    conversation_id,
+                    wired().run_turn,
+                    first=lambda: run_begun(conversation_id, begun),
+                )
+            )
+
     try:
+        return call_on_loop(start)
+    except RuntimeError:  # the loop closed between the check and the call
+        return False
+
+
+def release(conversation_id: int) -> None:
+    """After ``reserve``, when the caller did not begin the turn: let go, and kick as usual."""
+    with _reserve_lock:
+        _reserved.discard(conversation_id)
+    kick(conversation_id)
+
+
+async def _run(
+    conversation_id: int,
+    fn: Callable[[int], Awaitable[None]],
+    *,
+    first: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    try:
+        if first is not None:
+            await first()  # a kick that came while it was reserved is not discarded
+            if conversation_id not in _rekick:
+                return
         while True:
             _rekick.discard(conversation_id)
             await fn(conversation_id)
@@ -251,6 +318,7 @@ async def shutdown() -> None:
     _replies.clear()
     _live.clear()
     _tools.clear()
+    _reserved.clear()
 
 
 class EngineMiddleware:

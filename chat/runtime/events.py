@@ -7,8 +7,11 @@ rung only after the transaction that made the change commits.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -51,18 +54,49 @@ def _publish_from_anywhere(group: str, message: dict[str, Any]) -> None:
 
 def ring(conversation_id: int, owner_id: int | None = None) -> None:
     """After commit: tell every open tab of this conversation (and its owner's list) to look."""
+    transaction.on_commit(lambda: _rang(conversation_id, owner_id))
 
-    def send() -> None:
-        # ``at``: when the bell rang (after commit); a tab may share a read only if it began
-        # after that (chat.sockets.fanout), so no read from before the change answers it.
-        bell = {"type": "conv.changed", "at": time.time()}
-        _publish_from_anywhere(conversation_group(conversation_id), bell)
-        if owner_id is not None:
-            _publish_from_anywhere(
-                user_group(owner_id), {"type": "convlist.changed", "conversation": conversation_id}
-            )
 
-    transaction.on_commit(send)
+_bells = threading.local()
+
+
+@contextlib.contextmanager
+def one_bell() -> Iterator[None]:
+    """Rings inside the block (one database hop of several commits) wait for its end, and
+    each conversation's ring then once: after every commit inside, so one read answers all."""
+    if getattr(_bells, "pending", None) is not None:
+        yield  # nested: the outer block rings
+        return
+    pending: dict[int, int | None] = {}
+    _bells.pending = pending
+    try:
+        yield
+    finally:
+        _bells.pending = None
+        for conversation_id, owner_id in pending.items():
+            try:
+                _send_bell(conversation_id, owner_id)
+            except Exception:  # the others still ring; the block's own error is not masked
+                logger.warning("doorbell of conversation %s failed", conversation_id, exc_info=True)
+
+
+def _rang(conversation_id: int, owner_id: int | None) -> None:
+    pending: dict[int, int | None] | None = getattr(_bells, "pending", None)
+    if pending is None:
+        _send_bell(conversation_id, owner_id)
+    elif owner_id is not None or conversation_id not in pending:
+        pending[conversation_id] = owner_id
+
+
+def _send_bell(conversation_id: int, owner_id: int | None) -> None:
+    # ``at``: when the bell rang (after commit); a tab may share a read only if it began
+    # after that (chat.sockets.fanout), so no read from before the change answers it.
+    bell = {"type": "conv.changed", "at": time.time()}
+    _publish_from_anywhere(conversation_group(conversation_id), bell)
+    if owner_id is not None:
+        _publish_from_anywhere(
+            user_group(owner_id), {"type": "convlist.changed", "conversation": conversation_id}
+        )
 
 
 def ring_account(user_id: int, *, ended_session: str = "") -> None:

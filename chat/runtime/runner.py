@@ -43,11 +43,25 @@ async def run_conversation(conversation_id: int) -> None:
         logger.info("conversation %s was deleted; its turn runner stops", conversation_id)
 
 
-async def _run_while_due(conversation_id: int) -> None:
+async def run_begun(conversation_id: int, turn: turns.Turn | None) -> None:
+    """The runner of a turn begun already: the sender's hop stored the message, claimed the
+    lease and began the turn (``turns.post_and_begin``); from then on as ``run_conversation``."""
+    try:
+        await _run_while_due(conversation_id, begun=(True, turn))
+    except ConversationGone:
+        logger.info("conversation %s was deleted; its turn runner stops", conversation_id)
+
+
+async def _run_while_due(
+    conversation_id: int, begun: tuple[bool, turns.Turn | None] | None = None
+) -> None:
     owner = engine.INSTANCE_ID
     while True:
         # One hop claims the lease and begins the first turn (a hop less before the first token).
-        claimed, first = await db(turns.claim_and_begin)(conversation_id, owner)
+        if begun is not None:
+            (claimed, first), begun = begun, None
+        else:
+            claimed, first = await db(turns.claim_and_begin)(conversation_id, owner)
         if not claimed:
             return  # another process holds it; it re-checks before letting go
         renewer = engine.spawn(_keep_lease(conversation_id, owner))
@@ -66,9 +80,12 @@ async def _run_turns(conversation_id: int, owner: str, turn: turns.Turn | None) 
     """Turns while something is due, from ``turn`` (begun already); the lease is let go on
     return. True: work arrived while it was held, claim it again."""
     while turn is not None:
-        await _answer(conversation_id, turn, owner)
-        # After a turn, usually nothing waits: one statement lets go unless something does.
-        if await db(turns.release_if_idle)(conversation_id, owner):
+        released = await _answer(conversation_id, turn, owner)
+        # After a turn, usually nothing waits: one statement lets go unless something does
+        # (run in the reply's finishing hop, unless the turn ended otherwise).
+        if released is None:
+            released = await db(turns.release_if_idle)(conversation_id, owner)
+        if released:
             return False
         turn = await db(turns.begin_turn)(conversation_id)
     # Re-check after letting go: work that arrived while we held the lease is not lost.
@@ -90,13 +107,18 @@ async def run_one_turn(conversation_id: int, owner: str) -> bool:
     return True
 
 
-async def _answer(conversation_id: int, turn: turns.Turn, owner: str) -> None:
+async def _answer(conversation_id: int, turn: turns.Turn, owner: str) -> bool | None:
     """Stream the reply a begun turn opened (none: a notice answered, the owner is over
-    budget; the user's message stays stored)."""
+    budget; the user's message stays stored). Whether its end let the lease go; None when
+    that was not asked (no reply, or it ended without its finishing hop)."""
     if turn.reply_id is None:
-        return
+        return None
     task = engine.spawn(stream_reply(conversation_id, turn.reply_id, turn.input.request, owner))
     await asyncio.wait([task])
+    if task.cancelled() or task.exception() is not None:
+        return None  # (logged by the engine)
+    released: bool | None = task.result()
+    return released
 
 
 def _dump(block: Any) -> dict[str, Any]:
@@ -149,7 +171,9 @@ class _Reply:
 
 async def stream_reply(
     conversation_id: int, message_id: int, request: dict[str, Any], owner: str
-) -> None:
+) -> bool | None:
+    """Stream one reply and store its end; then let the lease go if nothing is due, in the same
+    hop: whether it did (None if the reply's conversation is gone)."""
     engine.register_reply(message_id, conversation_id)
     broadcaster = ReplyBroadcaster(
         conversation_id, message_id, settings.TANDEM_STREAM_COALESCE_MS / 1000
@@ -158,6 +182,7 @@ async def stream_reply(
     reply = _Reply(conversation_id, message_id, broadcaster)
     outcome: dict[str, Any] = {"status": Message.Status.ERROR}
     gone = False
+    released: bool | None = None
     try:
         final = await _stream_with_retries(reply, request)
         reply.snapshot = final
@@ -187,7 +212,10 @@ async def stream_reply(
         if not gone:
             content = outcome.pop("content", None) or reply.content()
             with contextlib.suppress(ConversationGone):  # deleted while it stopped
-                await db(messages.finish_reply)(message_id, content=content, **outcome)
+                released = await db(turns.finish_and_release)(
+                    message_id, conversation_id, owner, content=content, **outcome
+                )
+    return released
 
 
 async def _stream_with_retries(reply: _Reply, request: dict[str, Any]) -> Any:

@@ -78,8 +78,9 @@ def clean_user_text(text: object, *, limit: int | None = None) -> str:
     return text.strip("\n")
 
 
-def post_user_message(conversation_id: int, text: object) -> Message:
-    """Store what the user wrote, then ask the engine to answer it."""
+def post_user_message(conversation_id: int, text: object, *, kick: bool = True) -> Message:
+    """Store what the user wrote, then ask the engine to answer it (``kick``; a caller that
+    begins the turn itself passes False: ``turns.post_and_begin``)."""
     clean = clean_user_text(text)
     with transaction.atomic():
         conversation = lock(conversation_id)
@@ -93,7 +94,8 @@ def post_user_message(conversation_id: int, text: object) -> Message:
             conversation.title = derive_title(clean)
             conversation.save(update_fields=["title"])
         events.ring(conversation_id, conversation.owner_id)
-        transaction.on_commit(lambda: engine.kick(conversation_id))
+        if kick:
+            transaction.on_commit(lambda: engine.kick(conversation_id))
     return message
 
 

@@ -7,6 +7,7 @@ processes; it expires if its holder dies without releasing it.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,9 +19,12 @@ from django.utils import timezone
 from chat import compiled
 from chat.modelapi import history
 from chat.models import Conversation, Message, ToolPair
+from chat.runtime import engine, events
 from chat.services import budgets, config_cache, messages, pairing, policy
 from chat.services.config_cache import Snapshot
 from tools import config_generation
+
+logger = logging.getLogger(__name__)
 
 
 @compiled.update
@@ -103,6 +107,13 @@ def release_if_idle(conversation_id: int, owner: str) -> bool:
     that commits later finds the lease free). True when released; False when something is
     due (or the lease was lost): the caller runs the next turn, whose start looks again."""
     return bool(_release_if_idle(conversation_id, owner))
+
+
+def finish_and_release(message_id: int, conversation_id: int, owner: str, **finish: Any) -> bool:
+    """A reply's end, in one hop: store it (``messages.finish_reply``, its own transaction),
+    then ``release_if_idle``; True when the lease was let go (nothing due)."""
+    messages.finish_reply(message_id, **finish)
+    return release_if_idle(conversation_id, owner)
 
 
 def release_and_check(conversation_id: int, owner: str) -> bool:
@@ -213,6 +224,38 @@ class Turn:
 
     input: TurnInput
     reply_id: int | None
+
+
+def post_and_begin(conversation_id: int, text: object) -> Message:
+    """A user's message from a socket, in one database hop: store it (committed first, so it
+    is kept whatever follows), then begin its turn right here when this process may
+    (``engine.reserve``: no runner of its own answers the conversation), which spares the turn
+    runner its first hop; otherwise kick the runner, as any stored change does. The hop's
+    doorbells ring once, before the runner starts. Raises only what storing raises."""
+    with events.one_bell():
+        message = messages.post_user_message(conversation_id, text, kick=False)
+        reserved = engine.reserve(conversation_id)
+        try:
+            begun = _begin_reserved(conversation_id) if reserved else None
+        except BaseException:
+            engine.release(conversation_id)
+            raise
+    if not reserved:
+        engine.kick(conversation_id)
+    elif begun is None or not engine.adopt(conversation_id, begun[0]):
+        engine.release(conversation_id)  # and kick: the runner tries again, as it would have
+    return message
+
+
+def _begin_reserved(conversation_id: int) -> tuple[Turn | None] | None:
+    """``claim_and_begin`` for the sender's hop: (the turn,) once claimed; None if another
+    holder has the lease or it failed (logged: the message is stored all the same)."""
+    try:
+        claimed, turn = claim_and_begin(conversation_id, engine.INSTANCE_ID)
+    except Exception:
+        logger.exception("conversation %s: its turn did not begin after a message", conversation_id)
+        return None
+    return (turn,) if claimed else None
 
 
 def claim_and_begin(conversation_id: int, owner: str) -> tuple[bool, Turn | None]:

@@ -18,7 +18,7 @@ from django.conf import settings
 from chat.models import Conversation
 from chat.queries import access
 from chat.runtime import events
-from chat.services import approvals, messages, pairing
+from chat.services import approvals, messages, pairing, turns
 from chat.services.errors import NotAllowed, UserInputError
 from chat.sockets import fanout, inbound, outbound, ratelimit, socket_auth, socket_quota
 from chat.sockets.tab_state import TabState
@@ -174,7 +174,7 @@ class ConversationConsumer(GroupSocket):
 
     async def do_send(self, action: inbound.Send) -> None:
         await self.check_rate()
-        await db(messages.post_user_message)(self.conversation_id, action.text)
+        await db(turns.post_and_begin)(self.conversation_id, action.text)
         await self.send(text_data=outbound.stored(action.ref))
 
     async def do_stop(self, action: inbound.Stop) -> None:
@@ -222,8 +222,13 @@ class ConversationConsumer(GroupSocket):
 
     async def check_rate(self) -> None:
         per_minute = settings.TANDEM_RATE_LIMIT_PER_MINUTE
-        allow = sync_to_async(ratelimit.allow, thread_sensitive=False)  # the cache, no database
-        if not await allow(self.scope["user"].pk, per_minute=per_minute):
+        user_id = self.scope["user"].pk
+        if ratelimit.in_process():
+            allowed = ratelimit.allow(user_id, per_minute=per_minute)  # memory: no I/O to wait on
+        else:
+            allow = sync_to_async(ratelimit.allow, thread_sensitive=False)  # the cache, no database
+            allowed = await allow(user_id, per_minute=per_minute)
+        if not allowed:
             raise UserInputError(TOO_FAST)
 
     # --- from the channel layer ------------------------------------------------------------

@@ -15,6 +15,7 @@ import contextlib
 import time
 
 from django.core.cache import caches
+from django.core.cache.backends.locmem import LocMemCache
 
 WINDOW_S = 60
 _generation = 0  # bumped by reset(): tests start from zero without flushing a shared cache
@@ -42,6 +43,12 @@ def allow(user_id: int, *, per_minute: int, now: float | None = None) -> bool:
             cache.decr(current)
         return False
     return True
+
+
+def in_process() -> bool:
+    """Whether the counts live in this process's memory: then ``allow`` never waits on I/O and
+    may run on the event loop itself, without a hop to a thread."""
+    return isinstance(caches["default"], LocMemCache)
 
 
 def reset() -> None:

@@ -2,8 +2,12 @@
 
 A socket is authenticated once, at connect. Afterwards its session may end: logout, a flush,
 expiry, the user deactivated or their password changed. ``still_signed_in`` asks again with a
-fresh copy of the session and channels' own ``get_user`` (the same backend lookup, ``is_active``
-check and session-hash comparison the connect used), so nothing here re-implements hashing.
+fresh copy of the session and Django's own ``get_user`` (the backend lookup, ``is_active`` check
+and session-hash comparison that channels' connect-time ``get_user`` mirrors), so nothing here
+re-implements hashing. It asks on every inbound frame, so it runs in a reader thread where that
+is safe (``chat.sockets.fanout.read``): a message sent under load does not queue behind the turn
+runners' writes on the one shared database thread before it is even stored. (It reads, except
+that a session failing the check is deleted, as Django does in a request.)
 
 The receivers below ring every socket of the user through the channel layer (their account
 group): a logout names the session that ended, so its sockets close at once; any other change
@@ -17,13 +21,13 @@ import hashlib
 from importlib import import_module
 from typing import Any
 
-from channels.auth import get_user
 from django.conf import settings
-from django.contrib.auth import get_user_model, user_logged_out
+from django.contrib.auth import get_user, get_user_model, user_logged_out
 from django.db.models.signals import post_delete, post_save
 from django.http import HttpRequest
 
 from chat.runtime import events
+from chat.sockets import fanout
 
 
 def session_digest(session_key: str | None) -> str:
@@ -39,9 +43,15 @@ async def still_signed_in(scope: dict[str, Any]) -> bool:
     key = getattr(session, "session_key", None)
     if user is None or not user.is_authenticated or not key:
         return False
-    fresh = import_module(settings.SESSION_ENGINE).SessionStore(key)
-    current = await get_user({"session": fresh})
-    return bool(current.is_authenticated and current.is_active and current.pk == user.pk)
+    signed_in: bool = await fanout.read(_signs_in)(user.pk, key)
+    return signed_in
+
+
+def _signs_in(user_id: int, session_key: str) -> bool:
+    request = HttpRequest()
+    request.session = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+    current = get_user(request)
+    return bool(current.is_authenticated and current.is_active and current.pk == user_id)
 
 
 def _logged_out(sender: Any, request: HttpRequest, user: Any, **kwargs: Any) -> None:

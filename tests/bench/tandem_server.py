@@ -27,6 +27,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -184,7 +185,7 @@ def experiment_runner_reads_off_thread() -> None:
 
 
 def experiment_switch_interval(ms: float) -> Callable[[], None]:
-    """What-if: another GIL switch interval than settings.TANDEM_GIL_SWITCH_INTERVAL_MS (1 ms;
+    """What-if: another GIL switch interval than settings.TANDEM_GIL_SWITCH_INTERVAL_MS (0.2 ms;
     Python's default is 5 ms), which project/asgi.py applies when the server imports it."""
 
     def apply() -> None:
@@ -195,11 +196,55 @@ def experiment_switch_interval(ms: float) -> Callable[[], None]:
     return apply
 
 
+def experiment_before_round_4() -> None:
+    """What-if: the send path as it was before round 4 of issue 10, for a same-run comparison:
+    the session check on the shared database thread (channels' ``get_user``), the rate check
+    in a thread, the message stored in one hop and its turn claimed and begun in the runner's
+    next hop (two doorbells), a reply's end and the lease's release in two hops, and a 1 ms
+    switch interval."""
+    from asgiref.sync import sync_to_async
+    from channels.auth import get_user
+    from channels.db import database_sync_to_async
+    from django.conf import settings
+
+    from chat.services import messages, turns
+    from chat.sockets import consumers, outbound, ratelimit, socket_auth
+
+    settings.TANDEM_GIL_SWITCH_INTERVAL_MS = 1.0
+
+    async def still_signed_in(scope: dict[str, Any]) -> bool:
+        user, key = scope["user"], scope["session"].session_key
+        fresh = import_module(settings.SESSION_ENGINE).SessionStore(key)
+        current = await get_user({"session": fresh})
+        return bool(current.is_authenticated and current.is_active and current.pk == user.pk)
+
+    async def check_rate(self: Any) -> None:
+        allow = sync_to_async(ratelimit.allow, thread_sensitive=False)
+        if not await allow(self.scope["user"].pk, per_minute=settings.TANDEM_RATE_LIMIT_PER_MINUTE):
+            raise consumers.UserInputError(consumers.TOO_FAST)
+
+    async def do_send(self: Any, action: Any) -> None:
+        await self.check_rate()
+        await database_sync_to_async(messages.post_user_message)(self.conversation_id, action.text)
+        await self.send(text_data=outbound.stored(action.ref))
+
+    def finish_only(message_id: int, conversation_id: int, owner: str, **finish: Any) -> None:
+        messages.finish_reply(message_id, **finish)  # the runner then releases in its own hop
+
+    turns.finish_and_release = finish_only  # type: ignore[assignment]
+    socket_auth.still_signed_in = still_signed_in  # type: ignore[assignment]
+    consumers.ConversationConsumer.check_rate = check_rate  # type: ignore[method-assign]
+    consumers.ConversationConsumer.actions["send"] = do_send
+
+
 EXPERIMENTS = {
     "switch-interval-5ms": experiment_switch_interval(5.0),
+    "switch-interval-1ms": experiment_switch_interval(1.0),
     "switch-interval-0.5ms": experiment_switch_interval(0.5),
+    "switch-interval-0.2ms": experiment_switch_interval(0.2),
     "live-events-skip-db-thread": experiment_live_events_skip_db_thread,
     "runner-reads-off-thread": experiment_runner_reads_off_thread,
+    "before-round-4": experiment_before_round_4,
 }
 
 

@@ -82,3 +82,13 @@ def test_it_shares_the_count_between_processes_through_redis(
     )
     assert other.stdout.strip() == "[True, True]"
     assert attempts(user_id, 2, at=now) == [True, False]  # the other process used two of three
+
+
+def test_it_runs_in_process_only_on_a_local_memory_cache(settings: Any) -> None:
+    """In local memory the check runs on the event loop (no thread hop); Redis is I/O."""
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    assert ratelimit.in_process()
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    }
+    assert not ratelimit.in_process()

@@ -58,3 +58,30 @@ def test_it_never_rings_for_a_change_rolled_back() -> None:
         events.ring(12)
         raise RuntimeError("rolled back")
     assert received() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_bell_rings_each_conversation_once_after_every_commit_inside() -> None:
+    """One database hop of several commits (a message stored, then its reply begun) rings
+    once, at the end, so the tabs read once; the owner's list hears of it if any ring said so."""
+    received = _subscribe(events.conversation_group(12), events.user_group(3))
+    with events.one_bell():
+        with transaction.atomic():
+            events.ring(12)
+        with transaction.atomic():
+            events.ring(12, 3)
+        with events.one_bell(), transaction.atomic():  # nested: the outer block rings
+            events.ring(12)
+        assert received() == []
+    got = received()
+    assert [m["type"] for m in got] == ["conv.changed", "convlist.changed"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_bell_still_rings_what_committed_before_an_error() -> None:
+    received = _subscribe(events.conversation_group(12))
+    with pytest.raises(RuntimeError), events.one_bell():
+        with transaction.atomic():
+            events.ring(12)
+        raise RuntimeError("after the commit")
+    assert [m["type"] for m in received()] == ["conv.changed"]

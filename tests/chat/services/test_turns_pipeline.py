@@ -157,3 +157,21 @@ def test_a_failure_to_begin_lets_the_claimed_lease_go(
     with pytest.raises(RuntimeError):
         turns.claim_and_begin(conversation.pk, "a")
     assert _lease(conversation) == ""  # the next runner need not wait for it to expire
+
+
+def test_a_reply_ends_and_lets_go_in_one_call_unless_something_waits(
+    conversation: Any,
+) -> None:
+    done = {"content": [{"type": "text", "text": "hi"}], "status": Message.Status.COMPLETE}
+    messages.post_user_message(conversation.pk, "hello")
+    assert turns.claim_lease(conversation.pk, "a")
+    turn = turns.begin_turn(conversation.pk)
+    assert turn is not None and turn.reply_id is not None
+    messages.post_user_message(conversation.pk, "and another thing")  # arrives mid-reply
+    assert not turns.finish_and_release(turn.reply_id, conversation.pk, "a", **done)
+    assert Message.objects.get(pk=turn.reply_id).status == Message.Status.COMPLETE
+    assert _lease(conversation) == "a"  # the runner answers the second message next
+    turn = turns.begin_turn(conversation.pk)
+    assert turn is not None and turn.reply_id is not None
+    assert turns.finish_and_release(turn.reply_id, conversation.pk, "a", **done)
+    assert _lease(conversation) == ""

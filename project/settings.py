@@ -98,6 +98,8 @@ DATABASES["default"].setdefault("TEST", {})
 # Doorbell and sidebar reads of the sockets run in reader threads (a connection each) rather
 # than on the one shared database thread (chat/sockets/fanout.py).
 TANDEM_DB_READS_OFF_THREAD = env.bool("TANDEM_DB_READS_OFF_THREAD", default=True)
+# How many reader threads serve them (and the sockets' session checks) per process.
+TANDEM_DB_READER_THREADS = env.int("TANDEM_DB_READER_THREADS", default=2)
 # The GIL's switch interval in a server process (Python's default is 5 ms). The database
 # threads release the GIL on every SQLite call and then wait up to this long to get it back from
 # the event loop: at 100 streams the shared database thread spent ~5x its CPU time in such

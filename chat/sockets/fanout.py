@@ -7,17 +7,22 @@ answer instead of asking again (a read shared while it is in flight, never cache
 later question may need later data). Each tab then adds only what depends on its own state
 (``TabState.apply_changes``: cards, title, cursor).
 
-The read runs in a thread of its own when that is safe (``thread_sensitive=False``: a
-connection per thread; SQLite in WAL mode reads beside its one writer), so doorbells do not
-queue behind the turn runners' writes on the one shared database thread. An in-memory SQLite
-database (the test database) exists per connection, so there it stays on the shared thread.
+The read runs in a reader thread when that is safe (``thread_sensitive=False``: a connection
+per thread; SQLite in WAL mode reads beside its one writer), so doorbells do not queue behind
+the turn runners' writes on the one shared database thread. An in-memory SQLite database (the
+test database) exists per connection, so there it stays on the shared thread. The readers are a
+pool of their own, ``TANDEM_DB_READER_THREADS`` (2) strong: every thread that waits to take the
+GIL back after a query makes the others' queries slower, and at 100 streams two threads served
+the reads sooner than asyncio's default pool of six (README "Live path performance").
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,10 +56,27 @@ def reads_off_thread() -> bool:
     return not (connection.vendor == "sqlite" and connection.is_in_memory_db())
 
 
+_readers: ThreadPoolExecutor | None = None
+_readers_lock = threading.Lock()
+
+
+def reader_pool() -> ThreadPoolExecutor:
+    global _readers
+    with _readers_lock:
+        if _readers is None:
+            _readers = ThreadPoolExecutor(
+                settings.TANDEM_DB_READER_THREADS, thread_name_prefix="tandem-reader"
+            )
+        return _readers
+
+
 def read(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` as a coroutine function that runs in a reader thread where that is safe."""
+    if not reads_off_thread():
+        shared: Callable[..., Any] = database_sync_to_async(fn)
+        return shared
     wrapped: Callable[..., Any] = database_sync_to_async(
-        fn, thread_sensitive=not reads_off_thread()
+        fn, thread_sensitive=False, executor=reader_pool()
     )
     return wrapped
 

@@ -208,6 +208,7 @@ def experiment_before_round_4() -> None:
     from django.conf import settings
 
     from chat.services import messages, turns
+    from chat.services.errors import UserInputError
     from chat.sockets import consumers, outbound, ratelimit, socket_auth
 
     settings.TANDEM_GIL_SWITCH_INTERVAL_MS = 1.0
@@ -221,7 +222,7 @@ def experiment_before_round_4() -> None:
     async def check_rate(self: Any) -> None:
         allow = sync_to_async(ratelimit.allow, thread_sensitive=False)
         if not await allow(self.scope["user"].pk, per_minute=settings.TANDEM_RATE_LIMIT_PER_MINUTE):
-            raise consumers.UserInputError(consumers.TOO_FAST)
+            raise UserInputError(consumers.TOO_FAST)
 
     async def do_send(self: Any, action: Any) -> None:
         await self.check_rate()
@@ -237,6 +238,18 @@ def experiment_before_round_4() -> None:
     consumers.ConversationConsumer.actions["send"] = do_send
 
 
+def experiment_readers(count: int) -> Callable[[], None]:
+    """What-if: another number of reader threads than settings.TANDEM_DB_READER_THREADS (2);
+    6 is what asyncio's default executor, which served these reads before, has on 2 CPUs."""
+
+    def apply() -> None:
+        from django.conf import settings
+
+        settings.TANDEM_DB_READER_THREADS = count
+
+    return apply
+
+
 EXPERIMENTS = {
     "switch-interval-5ms": experiment_switch_interval(5.0),
     "switch-interval-1ms": experiment_switch_interval(1.0),
@@ -245,6 +258,8 @@ EXPERIMENTS = {
     "live-events-skip-db-thread": experiment_live_events_skip_db_thread,
     "runner-reads-off-thread": experiment_runner_reads_off_thread,
     "before-round-4": experiment_before_round_4,
+    "readers-6": experiment_readers(6),
+    "readers-1": experiment_readers(1),
 }
 
 

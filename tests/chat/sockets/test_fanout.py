@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
+from django.conf import settings
 from django.test import override_settings
 
 from chat.queries import thread
@@ -94,3 +95,16 @@ def test_reads_leave_the_shared_thread_except_on_an_in_memory_sqlite() -> None:
     assert not fanout.reads_off_thread()  # the test database lives in memory
     with override_settings(TANDEM_DB_READS_OFF_THREAD=False):
         assert not fanout.reads_off_thread()
+
+
+async def test_reads_off_the_shared_thread_run_in_the_readers_own_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(fanout, "reads_off_thread", lambda: True)
+    names = await asyncio.gather(*(fanout.read(_thread_name)() for _ in range(8)))
+    assert {name.rsplit("_", 1)[0] for name in names} == {"tandem-reader"}
+    assert fanout.reader_pool()._max_workers == settings.TANDEM_DB_READER_THREADS == 2
+
+
+def _thread_name() -> str:
+    return threading.current_thread().name

@@ -200,8 +200,8 @@ def experiment_before_round_4() -> None:
     """What-if: the send path as it was before round 4 of issue 10, for a same-run comparison:
     the session check on the shared database thread (channels' ``get_user``), the rate check
     in a thread, the message stored in one hop and its turn claimed and begun in the runner's
-    next hop (two doorbells), a reply's end and the lease's release in two hops, and a 1 ms
-    switch interval."""
+    next hop (two doorbells), a reply's end and the lease's release in two hops, 6 reader
+    threads (asyncio's default executor on 2 CPUs) and a 1 ms switch interval."""
     from asgiref.sync import sync_to_async
     from channels.auth import get_user
     from channels.db import database_sync_to_async
@@ -212,6 +212,7 @@ def experiment_before_round_4() -> None:
     from chat.sockets import consumers, outbound, ratelimit, socket_auth
 
     settings.TANDEM_GIL_SWITCH_INTERVAL_MS = 1.0
+    settings.TANDEM_DB_READER_THREADS = 6
 
     async def still_signed_in(scope: dict[str, Any]) -> bool:
         user, key = scope["user"], scope["session"].session_key

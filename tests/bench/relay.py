@@ -1,6 +1,6 @@
 """Issue 10's benchmark: Tandem against a bare relay, side by side, N streams each.
 
-    python -m tests.bench.relay --n 1,20,50,100 [--tps 30 --tokens 60 --messages 2]
+    python -m tests.bench.relay --n 1,20,50,100 [--tps 30 --tokens 60 --messages 2 --repeat 3]
 
 Three processes besides this one, on free loopback ports: the fake Messages API
 (tests/bench/fake_api.py: the simulator with stamped tokens), the bare relay
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from tests.bench.load import _create_users
 from tests.bench.relay_client import Session
-from tests.bench.relay_metrics import ReplyTrace, fmt_pair, p50_p99_ms
+from tests.bench.relay_metrics import Figures, ReplyTrace, fmt_pair, p50_p99_ms, repeat_summary
 from tests.bench.relay_servers import Process, TandemServer
 from tests.bench.tandem_server import EXPERIMENT_ENV, EXPERIMENTS
 from tests.e2e.server import free_port
@@ -81,6 +81,15 @@ class Round:
         replies = max(1, len(self.traces))
         ranked = sorted(self.kinds.items(), key=lambda kv: -kv[1])[:top]
         return ", ".join(f"{kind} {count / replies:.1f}" for kind, count in ranked)
+
+    def figures(self, bare: Round | None) -> Figures:
+        """The goal's figures (relay p99, first token p99, CPU against ``bare``), for repeats."""
+        relay = p50_p99_ms([v for t in self.traces for v in t.latencies_s()])
+        ttft = p50_p99_ms([v for t in self.traces if (v := t.ttft_s()) is not None])
+        cpu = self.cpu_per_token_ms()
+        bare_cpu = bare.cpu_per_token_ms() if bare is not None else None
+        ratio = cpu / bare_cpu if cpu and bare_cpu else None
+        return (self.n, self.server, relay and relay[1], ttft and ttft[1], ratio)
 
     def cpu_per_token_ms(self) -> float | None:
         return self.cpu_s / self.delivered * 1000 if self.delivered else None
@@ -190,18 +199,23 @@ class Bench:
             if warm.problems():
                 raise RuntimeError(f"warm-up of {warm.server} failed: {warm.problems()[:3]}")
         rows: list[list[str]] = []
+        figures: list[Figures] = []
         for n in self.args.n:
-            bare = await self.round(None, n)
-            rounds = [bare] + [await self.round(t, n) for t in self.tandems]
-            self.rounds += rounds
-            rows += [bare.cells(None)] + [r.cells(bare) for r in rounds[1:]]
-            print(table(rows[-len(rounds) :]), flush=True)
-            for r in rounds:
-                print(f"  {r.cores()}", flush=True)
-            for r in rounds[1:]:
-                top = 60 if os.environ.get("BENCH_QUERY_SITES") == "1" else 8
-                print(f"  {r.server} statements per reply: {r.statements(top)}", flush=True)
+            for _ in range(self.args.repeat):
+                bare = await self.round(None, n)
+                rounds = [bare] + [await self.round(t, n) for t in self.tandems]
+                self.rounds += rounds
+                rows += [bare.cells(None)] + [r.cells(bare) for r in rounds[1:]]
+                figures += [bare.figures(None)] + [r.figures(bare) for r in rounds[1:]]
+                print(table(rows[-len(rounds) :]), flush=True)
+                for r in rounds:
+                    print(f"  {r.cores()}", flush=True)
+                for r in rounds[1:]:
+                    top = 60 if os.environ.get("BENCH_QUERY_SITES") == "1" else 8
+                    print(f"  {r.server} statements per reply: {r.statements(top)}", flush=True)
         print("\n" + table(rows), flush=True)
+        if self.args.repeat > 1:
+            print(f"\nover {self.args.repeat} repeats:\n{repeat_summary(figures)}", flush=True)
         return self.rounds
 
     async def round(
@@ -303,6 +317,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tps", type=float, default=30.0, help="fake API tokens per second")
     p.add_argument("--tokens", type=int, default=60, help="tokens per reply")
     p.add_argument("--messages", type=int, default=2, help="messages per session")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="rounds per N and server; with more, a last table gives medians and ranges",
+    )
     p.add_argument(
         "--spread", type=float, default=1.0, help="session starts spread over this many replies"
     )

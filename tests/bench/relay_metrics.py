@@ -9,6 +9,7 @@ from the text alone, and checks from the indices that every token arrived exactl
 from __future__ import annotations
 
 import re
+import statistics
 from dataclasses import dataclass, field
 
 from tests.bench.measure import percentile
@@ -124,3 +125,32 @@ def fmt_pair(pair: tuple[float, float] | None) -> str:
 
 def _ms(value: float) -> str:
     return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms"
+
+
+Figures = tuple[int, str, float | None, float | None, float | None]  # N, server, relay p99 ms,
+# first token p99 ms, CPU per token against the bare relay of the same repeat
+
+
+def repeat_summary(figures: list[Figures]) -> str:
+    """Each figure's median and range over the repeats of one N and server, as a table: the
+    machine's run-to-run spread is large, so one run says little about a p99 or a ratio."""
+    groups: dict[tuple[int, str], list[Figures]] = {}
+    for row in figures:
+        groups.setdefault((row[0], row[1]), []).append(row)
+    lines = [
+        "| N | server | runs | relay p99 median (range) | first token p99 median (range) "
+        "| CPU/token x bare median (range) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for (n, server), rows in groups.items():
+        cells = [_median_range([r[i] for r in rows], i == 4) for i in (2, 3, 4)]
+        lines.append(f"| {n} | {server} | {len(rows)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _median_range(values: list[float | None], ratio: bool) -> str:
+    known = sorted(v for v in values if v is not None)
+    if not known:
+        return "-"
+    show = (lambda v: f"{v:.1f}x") if ratio else _ms
+    return f"{show(statistics.median(known))} ({show(known[0])} to {show(known[-1])})"

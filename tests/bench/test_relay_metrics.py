@@ -10,6 +10,7 @@ from tests.bench.relay_metrics import (
     ordered_problems,
     p50_p99_ms,
     parse_tokens,
+    repeat_summary,
     token_text,
 )
 from tests.bench.tandem_server import statement_kind
@@ -102,3 +103,20 @@ def test_statements_are_counted_by_verb_and_table() -> None:
     assert statement_kind('DELETE FROM "django_session" WHERE 1') == "DELETE django_session"
     assert statement_kind('SAVEPOINT "s1"') == "SAVEPOINT"
     assert statement_kind("") == "?"
+
+
+def test_repeat_summary_gives_each_figures_median_and_range_per_n_and_server() -> None:
+    figures = [
+        (50, "bare", 42.0, 10.0, None),
+        (50, "Tandem", 72.0, 142.0, 2.2),
+        (50, "bare", 43.0, 12.0, None),
+        (50, "Tandem", 150.0, 1500.0, 2.0),
+        (50, "bare", 41.0, 11.0, None),
+        (50, "Tandem", 53.0, None, 2.1),
+    ]
+    lines = repeat_summary(figures).splitlines()
+    assert lines[2] == "| 50 | bare | 3 | 42 ms (41 ms to 43 ms) | 11 ms (10 ms to 12 ms) | - |"
+    assert lines[3] == (
+        "| 50 | Tandem | 3 | 72 ms (53 ms to 150 ms) | 821 ms (142 ms to 1.50 s) "
+        "| 2.1x (2.0x to 2.2x) |"
+    )

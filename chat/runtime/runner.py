@@ -37,29 +37,29 @@ INVALID_JSON = "Unable to parse tool parameter JSON"
 
 
 async def run_conversation(conversation_id: int) -> None:
-    try:
-        await _run_while_due(conversation_id)
-    except ConversationGone:
-        logger.info("conversation %s was deleted; its turn runner stops", conversation_id)
+    await _run_until_gone(conversation_id, None)
 
 
 async def run_begun(conversation_id: int, turn: turns.Turn | None) -> None:
     """The runner of a turn begun already: the sender's hop stored the message, claimed the
     lease and began the turn (``turns.post_and_begin``); from then on as ``run_conversation``."""
+    await _run_until_gone(conversation_id, (turn,))
+
+
+async def _run_until_gone(conversation_id: int, begun: tuple[turns.Turn | None] | None) -> None:
     try:
-        await _run_while_due(conversation_id, begun=(True, turn))
+        await _run_while_due(conversation_id, begun)
     except ConversationGone:
         logger.info("conversation %s was deleted; its turn runner stops", conversation_id)
 
 
-async def _run_while_due(
-    conversation_id: int, begun: tuple[bool, turns.Turn | None] | None = None
-) -> None:
+async def _run_while_due(conversation_id: int, begun: tuple[turns.Turn | None] | None) -> None:
+    """``begun``: (the turn,) when the lease is claimed and the turn begun already."""
     owner = engine.INSTANCE_ID
     while True:
         # One hop claims the lease and begins the first turn (a hop less before the first token).
         if begun is not None:
-            (claimed, first), begun = begun, None
+            claimed, (first,), begun = True, begun, None
         else:
             claimed, first = await db(turns.claim_and_begin)(conversation_id, owner)
         if not claimed:

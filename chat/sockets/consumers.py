@@ -9,7 +9,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async as db
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -222,13 +221,7 @@ class ConversationConsumer(GroupSocket):
 
     async def check_rate(self) -> None:
         per_minute = settings.TANDEM_RATE_LIMIT_PER_MINUTE
-        user_id = self.scope["user"].pk
-        if ratelimit.in_process():
-            allowed = ratelimit.allow(user_id, per_minute=per_minute)  # memory: no I/O to wait on
-        else:
-            allow = sync_to_async(ratelimit.allow, thread_sensitive=False)  # the cache, no database
-            allowed = await allow(user_id, per_minute=per_minute)
-        if not allowed:
+        if not await ratelimit.allow_from_loop(self.scope["user"].pk, per_minute=per_minute):
             raise UserInputError(TOO_FAST)
 
     # --- from the channel layer ------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import time
 
+from asgiref.sync import sync_to_async
 from django.core.cache import caches
 from django.core.cache.backends.locmem import LocMemCache
 
@@ -43,6 +44,17 @@ def allow(user_id: int, *, per_minute: int, now: float | None = None) -> bool:
             cache.decr(current)
         return False
     return True
+
+
+async def allow_from_loop(user_id: int, *, per_minute: int) -> bool:
+    """``allow`` from async code: on the loop itself when the counts are in this process's
+    memory, else in a thread (a shared cache is I/O)."""
+    if in_process():
+        return allow(user_id, per_minute=per_minute)
+    allowed: bool = await sync_to_async(allow, thread_sensitive=False)(
+        user_id, per_minute=per_minute
+    )
+    return allowed
 
 
 def in_process() -> bool:

@@ -92,3 +92,9 @@ def test_it_runs_in_process_only_on_a_local_memory_cache(settings: Any) -> None:
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
     }
     assert not ratelimit.in_process()
+
+
+async def test_from_the_loop_it_counts_as_allow_does() -> None:
+    """In local memory the check runs on the loop itself, against the same counts."""
+    results = [await ratelimit.allow_from_loop(77, per_minute=2) for _ in range(3)]
+    assert results == [True, True, False]

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anthropic.AsyncAnthropic] = (
     weakref.WeakKeyDictionary()
 )
+_once_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anthropic.AsyncAnthropic] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def uses_simulator() -> bool:
@@ -59,6 +62,17 @@ def get_client() -> anthropic.AsyncAnthropic:
     return client
 
 
+def get_client_without_retries() -> anthropic.AsyncAnthropic:
+    """The loop's client, made to try each request once (callers retry visibly), sharing its
+    connection pool; made once per loop rather than per request (``with_options`` copies)."""
+    loop = asyncio.get_running_loop()
+    client = _once_clients.get(loop)
+    if client is None:
+        client = _once_clients[loop] = get_client().with_options(max_retries=0)
+    return client
+
+
 def reset() -> None:
     """Forget cached clients (tests that change settings)."""
     _clients.clear()
+    _once_clients.clear()

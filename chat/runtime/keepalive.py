@@ -12,7 +12,7 @@ import anthropic
 import httpx2
 from channels.db import database_sync_to_async as db
 
-from chat.modelapi.client import get_client
+from chat.modelapi.client import get_client_without_retries
 from chat.services import keepalive
 
 logger = logging.getLogger(__name__)
@@ -26,7 +26,7 @@ async def send_due() -> list[int]:
         if request is None:
             continue
         try:
-            reply = await get_client().with_options(max_retries=0).messages.create(**request)
+            reply = await get_client_without_retries().messages.create(**request)
         except (anthropic.APIError, httpx2.HTTPError) as exc:
             logger.warning("keep-alive failed for conversation %s: %r", conversation_id, exc)
             await db(keepalive.give_up)(conversation_id)

@@ -23,7 +23,7 @@ from channels.db import database_sync_to_async as db
 from django.conf import settings
 
 from chat.modelapi import retry
-from chat.modelapi.client import get_client
+from chat.modelapi.client import get_client_without_retries
 from chat.modelapi.error_texts import TRUNCATED, describe_error, retrying_text
 from chat.models import Message
 from chat.runtime import engine
@@ -220,7 +220,7 @@ async def stream_reply(
 
 async def _stream_with_retries(reply: _Reply, request: dict[str, Any]) -> Any:
     """Stream the reply; failures before the first event are retried, visibly and bounded."""
-    client = get_client().with_options(max_retries=0)  # the SDK would retry invisibly
+    client = get_client_without_retries()  # the SDK would retry invisibly
     max_retries = max(0, settings.ANTHROPIC_MAX_RETRIES)
     while True:
         reply.attempts += 1

@@ -4,6 +4,8 @@ chat.services; session checks in socket_auth, per-user limits in socket_quota (b
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -11,7 +13,9 @@ from typing import Any
 
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async as db
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.layers import get_channel_layer
 from django.conf import settings
 
 from chat.models import Conversation
@@ -19,7 +23,15 @@ from chat.queries import access
 from chat.runtime import events
 from chat.services import approvals, messages, pairing, turns
 from chat.services.errors import NotAllowed, UserInputError
-from chat.sockets import fanout, inbound, outbound, ratelimit, socket_auth, socket_quota
+from chat.sockets import (
+    dispatch_loop,
+    fanout,
+    inbound,
+    outbound,
+    ratelimit,
+    socket_auth,
+    socket_quota,
+)
 from chat.sockets.tab_state import TabState
 
 logger = logging.getLogger(__name__)
@@ -43,15 +55,30 @@ class GroupSocket(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     group = ""
     counted_user: int | None = None
 
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """``AsyncConsumer.__call__`` with its loop over the two inboxes replaced by a cheaper
+        one (chat.sockets.dispatch_loop): the same handlers, one at a time."""
+        self.scope = scope
+        self.channel_layer = get_channel_layer(self.channel_layer_alias)
+        inboxes = [receive]
+        if self.channel_layer is not None:
+            self.channel_name = await self.channel_layer.new_channel()
+            self.channel_receive = functools.partial(self.channel_layer.receive, self.channel_name)
+            inboxes.append(self.channel_receive)
+        self.base_send = send
+        with contextlib.suppress(StopConsumer):
+            await dispatch_loop.run(inboxes, self.dispatch)
+
     async def dispatch(self, message: dict[str, Any]) -> None:
-        """Events from the channel layer (deltas, doorbells) skip Channels' hop through the one
-        shared database thread before each handler (``close_old_connections``): a delta must
-        not wait behind the database, and every handler here reaches the database only
-        through ``database_sync_to_async``, which closes old connections itself."""
-        if message["type"].startswith("websocket."):
-            await super().dispatch(message)
-        else:
-            await getattr(self, get_handler_name(message))(message)
+        """Each message goes straight to its handler, without Channels' hop through the one
+        shared database thread first (``close_old_connections``): a delta must not wait
+        behind the database, nor a sent message behind it twice. Every handler here reaches
+        the database only through ``database_sync_to_async``, which closes old connections
+        itself, in the thread that holds them."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def signed_in_user(self) -> Any:
         """The user, or None after refusing the socket with 4403."""

@@ -109,8 +109,16 @@ def progress(pair_id: int, fraction: float | None, text: str) -> str:
     return _render("progress", pair_id=pair_id, fraction=fraction, text=text, oob=True)
 
 
+# The cursor, the title and the send's confirmation go to a tab with every doorbell or send:
+# the partials ``cursor``, ``title`` and ``composer_error``, built without the template engine
+# as ``delta`` is; tests/chat/sockets/test_outbound.py checks each against the template.
+
+
 def cursor(seq: int, rev: int) -> str:
-    return _render("cursor", seq=seq, rev=rev, oob=True)
+    return (
+        f'<div id="sync-cursor" hidden hx-swap-oob="true" data-seq="{int(seq)}" '
+        f'data-rev="{int(rev)}"></div>'
+    )
 
 
 def error(text: str) -> str:
@@ -119,7 +127,10 @@ def error(text: str) -> str:
 
 def stored(ref: str) -> str:
     """The answer to a stored message: the error line cleared, naming the send it confirms."""
-    return _render("composer_error", error_text="", stored_ref=ref, oob=True)
+    return (
+        '<div id="composer-error" class="composer-error" role="alert" hx-swap-oob="true" '
+        f'data-stored="{escape(ref)}"></div>'
+    )
 
 
 def conversation_list(user_id: int, current: int | None) -> str:
@@ -129,4 +140,5 @@ def conversation_list(user_id: int, current: int | None) -> str:
 
 
 def title(text: str) -> str:
-    return _render("title", title=text, oob=True)
+    shown = escape(text) if text else "New conversation"
+    return f'<h1 id="conv-title" class="title" hx-swap-oob="true">{shown}</h1>'

@@ -239,6 +239,45 @@ def experiment_before_round_4() -> None:
     consumers.ConversationConsumer.actions["send"] = do_send
 
 
+def experiment_before_round_5() -> None:
+    """What-if: the live path as it was before round 5 of issue 10, for a same-run comparison:
+    Channels' own loop over a socket's two inboxes (a task per message and ``asyncio.wait``),
+    its hop through the shared database thread before every browser frame, a client copied
+    for every request, and the cursor, title and send confirmation rendered by the template
+    engine."""
+    from channels.consumer import AsyncConsumer, get_handler_name
+
+    from chat.modelapi import client
+    from chat.runtime import keepalive, runner
+    from chat.sockets import consumers, outbound
+
+    def render(partial: str, **context: object) -> Callable[..., str]:
+        def build(*args: Any) -> str:
+            names = {"cursor": ("seq", "rev"), "title": ("title",), "stored": ("stored_ref",)}
+            values = dict(zip(names[partial], args, strict=True))
+            template = "composer_error" if partial == "stored" else partial
+            return outbound._render(template, **context, **values, oob=True)
+
+        return build
+
+    async def dispatch(self: Any, message: dict[str, Any]) -> None:
+        if message["type"].startswith("websocket."):
+            await AsyncConsumer.dispatch(self, message)  # with its hop
+        else:
+            await getattr(self, get_handler_name(message))(message)
+
+    def copied_client() -> Any:
+        return client.get_client().with_options(max_retries=0)
+
+    consumers.GroupSocket.__call__ = AsyncConsumer.__call__  # type: ignore[method-assign]
+    consumers.GroupSocket.dispatch = dispatch  # type: ignore[method-assign]
+    runner.get_client_without_retries = copied_client  # type: ignore[attr-defined]
+    keepalive.get_client_without_retries = copied_client  # type: ignore[attr-defined]
+    outbound.cursor = render("cursor")  # type: ignore[assignment]
+    outbound.title = render("title")  # type: ignore[assignment]
+    outbound.stored = render("stored", error_text="")  # type: ignore[assignment]
+
+
 def experiment_readers(count: int) -> Callable[[], None]:
     """What-if: another number of reader threads than settings.TANDEM_DB_READER_THREADS (2);
     6 is what asyncio's default executor, which served these reads before, has on 2 CPUs."""
@@ -259,6 +298,7 @@ EXPERIMENTS = {
     "live-events-skip-db-thread": experiment_live_events_skip_db_thread,
     "runner-reads-off-thread": experiment_runner_reads_off_thread,
     "before-round-4": experiment_before_round_4,
+    "before-round-5": experiment_before_round_5,
     "readers-6": experiment_readers(6),
     "readers-1": experiment_readers(1),
 }

@@ -66,6 +66,31 @@ def test_it_builds_a_delta_exactly_as_the_template_renders_it(
     assert outbound.delta(message_id, channel, text) == template
 
 
+@given(
+    seq=st.integers(min_value=0, max_value=10**12), rev=st.integers(min_value=0, max_value=10**12)
+)
+def test_it_builds_the_cursor_exactly_as_the_template_renders_it(seq: int, rev: int) -> None:
+    template = render_to_string(
+        f"{outbound.TEMPLATE}#cursor", {"seq": seq, "rev": rev, "oob": True}
+    )
+    assert outbound.cursor(seq, rev) == template
+
+
+@given(text=st.text())
+def test_it_builds_the_title_exactly_as_the_template_renders_it(text: str) -> None:
+    template = render_to_string(f"{outbound.TEMPLATE}#title", {"title": text, "oob": True})
+    assert outbound.title(text) == template
+
+
+@given(ref=st.text())
+def test_it_builds_the_stored_confirmation_exactly_as_the_template_renders_it(ref: str) -> None:
+    template = render_to_string(
+        f"{outbound.TEMPLATE}#composer_error",
+        {"error_text": "", "stored_ref": ref, "oob": True},
+    )
+    assert outbound.stored(ref) == template
+
+
 def test_it_replaces_the_whole_stream_of_a_channel() -> None:
     assert outbound.replace_stream(3, "text", "**a** <b>\n\nsecond\n") == (
         '<div id="msg-3-stream" class="body markdown stream" hx-swap-oob="true">'

@@ -250,7 +250,7 @@ async def _stream_once(
     conversation_id, message_id = reply.conversation_id, reply.message_id
     broadcaster = reply.broadcaster
     live = engine.live_reply(message_id)
-    last_write = time.monotonic()
+    last_write, interval = time.monotonic(), settings.TANDEM_SNAPSHOT_INTERVAL_S
     async with client.messages.stream(**request) as stream:
         current = -1
         async for event in stream:
@@ -284,7 +284,7 @@ async def _stream_once(
                 await db(pairing.store_tool_call)(
                     conversation_id, message_id, block_data, event.index
                 )
-            if time.monotonic() - last_write >= settings.TANDEM_SNAPSHOT_INTERVAL_S:
+            if time.monotonic() - last_write >= interval:
                 last_write = time.monotonic()
                 if await _checkpoint(reply):
                     raise asyncio.CancelledError("stop requested")

@@ -31,7 +31,14 @@ from pathlib import Path
 
 from tests.bench.load import _create_users
 from tests.bench.relay_client import Session
-from tests.bench.relay_metrics import Figures, ReplyTrace, fmt_pair, p50_p99_ms, repeat_summary
+from tests.bench.relay_metrics import (
+    Figures,
+    ReplyTrace,
+    fmt_pair,
+    hops_between,
+    p50_p99_ms,
+    repeat_summary,
+)
 from tests.bench.relay_servers import Process, TandemServer
 from tests.bench.tandem_server import EXPERIMENT_ENV, EXPERIMENTS
 from tests.e2e.server import free_port
@@ -49,6 +56,7 @@ class Round:
     driver_cpu_s: float = 0.0  # this process's (the clients')
     counts: dict[str, int] = field(default_factory=dict)
     kinds: dict[str, int] = field(default_factory=dict)  # statements by verb and table
+    hops: dict[str, list[float]] = field(default_factory=dict)  # function -> [n, CPU s, wall s]
 
     @property
     def traces(self) -> list[ReplyTrace]:
@@ -81,6 +89,16 @@ class Round:
         replies = max(1, len(self.traces))
         ranked = sorted(self.kinds.items(), key=lambda kv: -kv[1])[:top]
         return ", ".join(f"{kind} {count / replies:.1f}" for kind, count in ranked)
+
+    def hop_costs(self, top: int = 8) -> str:
+        """The database hops per reply that cost the most thread CPU (Tandem): per reply, and
+        each hop's CPU and wall time in its database thread."""
+        replies = max(1, len(self.traces))
+        ranked = sorted(self.hops.items(), key=lambda kv: -kv[1][1])[:top]
+        return ", ".join(
+            f"{name} {n / replies:.1f} x {cpu / n * 1000:.2f} ms ({wall / n * 1000:.1f} ms wall)"
+            for name, (n, cpu, wall) in ranked
+        )
 
     def figures(self, bare: Round | None) -> Figures:
         """The goal's figures (relay p99, first token p99, CPU against ``bare``), for repeats."""
@@ -213,6 +231,7 @@ class Bench:
                 for r in rounds[1:]:
                     top = 60 if os.environ.get("BENCH_QUERY_SITES") == "1" else 8
                     print(f"  {r.server} statements per reply: {r.statements(top)}", flush=True)
+                    print(f"  {r.server} database hops per reply: {r.hop_costs()}", flush=True)
         print("\n" + table(rows), flush=True)
         if self.args.repeat > 1:
             print(f"\nover {self.args.repeat} repeats:\n{repeat_summary(figures)}", flush=True)
@@ -256,7 +275,9 @@ class Bench:
         if counts:
             assert tandem is not None
             after = await tandem.counts()
-            result.counts = {k: after[k] - counts[k] for k in counts if k not in ("dumps", "kinds")}
+            skip = ("dumps", "kinds", "hops")
+            result.counts = {k: after[k] - counts[k] for k in counts if k not in skip}
+            result.hops = hops_between(counts["hops"], after["hops"])
             result.kinds = {
                 k: v - counts["kinds"].get(k, 0)
                 for k, v in after["kinds"].items()

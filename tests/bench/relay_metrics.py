@@ -154,3 +154,16 @@ def _median_range(values: list[float | None], ratio: bool) -> str:
         return "-"
     show = (lambda v: f"{v:.1f}x") if ratio else _ms
     return f"{show(statistics.median(known))} ({show(known[0])} to {show(known[-1])})"
+
+
+Hops = dict[str, list[float]]  # function -> [hops, thread CPU s, wall s] (tandem_server.Counts)
+
+
+def hops_between(before: Hops, after: Hops) -> Hops:
+    """The database hops made between two readings of the server's counters, by function."""
+    zero = [0, 0.0, 0.0]
+    return {
+        name: [now - then for now, then in zip(entry, before.get(name, zero), strict=True)]
+        for name, entry in after.items()
+        if entry[0] > before.get(name, zero)[0]
+    }

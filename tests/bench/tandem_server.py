@@ -10,7 +10,9 @@ that it can count queries without any change to the app:
   statements by verb and table;
 * ``ConversationConsumer.conv_changed`` (a doorbell: the conversation changed, the tab asks the
   database what changed) is wrapped to count doorbells and to mark, through a context variable
-  that asgiref carries into the database thread, the statements run on a doorbell's behalf.
+  that asgiref carries into the database thread, the statements run on a doorbell's behalf;
+* every hop to a database thread (``database_sync_to_async``) is timed where it runs: thread
+  CPU and wall time by function, so a run says which hops cost the database threads' CPU.
 
 On SIGUSR1 the counts are written as JSON to ``$BENCH_COUNTS_FILE`` (replaced atomically). The
 wrappers cost a few microseconds per statement, counted in the server's CPU like the rest.
@@ -26,6 +28,7 @@ import re
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
@@ -58,6 +61,14 @@ class Counts:
             ("dumps", "queries", "writes", "doorbells", "doorbell_queries", "list_doorbells"), 0
         )
         self.kinds: dict[str, int] = {}  # statement_kind -> count
+        self.hops: dict[str, list[float]] = {}  # function -> [hops, thread CPU s, wall s]
+
+    def hop(self, name: str, cpu_s: float, wall_s: float) -> None:
+        with self.lock:
+            entry = self.hops.setdefault(name, [0, 0.0, 0.0])
+            entry[0] += 1
+            entry[1] += cpu_s
+            entry[2] += wall_s
 
     def add(self, kind: str = "", **amounts: int) -> None:
         with self.lock:
@@ -69,7 +80,11 @@ class Counts:
     def dump(self, path: Path) -> None:
         with self.lock:
             self.values["dumps"] += 1
-            data: dict[str, object] = {**self.values, "kinds": dict(self.kinds)}
+            data: dict[str, object] = {
+                **self.values,
+                "kinds": dict(self.kinds),
+                "hops": {name: list(entry) for name, entry in self.hops.items()},
+            }
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data))
         tmp.replace(path)
@@ -105,6 +120,24 @@ def count_statement(
     return execute(sql, params, many, context)
 
 
+def time_hops() -> None:
+    """Every ``database_sync_to_async`` call (a hop to a database thread) is timed in the thread
+    that runs it: thread CPU and wall time, by function (``Counts.hops``)."""
+    from channels.db import DatabaseSyncToAsync
+
+    handler = DatabaseSyncToAsync.thread_handler
+
+    def timed(self: Any, loop: Any, *args: Any, **kwargs: Any) -> Any:
+        cpu, wall = time.thread_time(), time.perf_counter()
+        try:
+            return handler(self, loop, *args, **kwargs)
+        finally:
+            name = getattr(self.func, "__name__", "?")
+            COUNTS.hop(name, time.thread_time() - cpu, time.perf_counter() - wall)
+
+    DatabaseSyncToAsync.thread_handler = timed  # type: ignore[method-assign]
+
+
 def install_counters() -> None:
     from django.db.backends.signals import connection_created
 
@@ -115,6 +148,7 @@ def install_counters() -> None:
             connection.execute_wrappers.append(count_statement)
 
     connection_created.connect(on_connection, weak=False, dispatch_uid="bench-count-statements")
+    time_hops()
     original = ConversationConsumer.conv_changed
 
     async def conv_changed(self: Any, event: dict[str, Any]) -> None:
@@ -278,6 +312,15 @@ def experiment_before_round_5() -> None:
     outbound.stored = render("stored", error_text="")  # type: ignore[assignment]
 
 
+def experiment_reads_on_shared_thread() -> None:
+    """What-if: no reader threads (``TANDEM_DB_READS_OFF_THREAD`` off): the doorbell reads,
+    the sidebar and the session checks queue on the one shared database thread with the
+    writes, so one thread, not three, takes the GIL back after each SQLite call."""
+    from django.conf import settings
+
+    settings.TANDEM_DB_READS_OFF_THREAD = False
+
+
 def experiment_readers(count: int) -> Callable[[], None]:
     """What-if: another number of reader threads than settings.TANDEM_DB_READER_THREADS (2);
     6 is what asyncio's default executor, which served these reads before, has on 2 CPUs."""
@@ -301,6 +344,7 @@ EXPERIMENTS = {
     "before-round-5": experiment_before_round_5,
     "readers-6": experiment_readers(6),
     "readers-1": experiment_readers(1),
+    "reads-on-shared-thread": experiment_reads_on_shared_thread,
 }
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.bench.profile_summary import report, summarise
 from tests.bench.relay_client import article_html
 from tests.bench.relay_metrics import (
     ReplyTrace,
     fmt_pair,
+    hops_between,
     ordered_problems,
     p50_p99_ms,
     parse_tokens,
@@ -120,3 +123,12 @@ def test_repeat_summary_gives_each_figures_median_and_range_per_n_and_server() -
         "| 50 | Tandem | 3 | 72 ms (53 ms to 150 ms) | 821 ms (142 ms to 1.50 s) "
         "| 2.1x (2.0x to 2.2x) |"
     )
+
+
+def test_hops_between_two_readings_are_the_hops_made_meanwhile() -> None:
+    before = {"_load": [3, 0.003, 0.009], "sidebar": [2, 0.001, 0.002]}
+    after = {"_load": [5, 0.007, 0.019], "sidebar": [2, 0.001, 0.002], "begin": [1, 0.002, 0.004]}
+    between = hops_between(before, after)
+    assert between.keys() == {"_load", "begin"}  # the sidebar made none meanwhile
+    assert between["_load"] == pytest.approx([2, 0.004, 0.010])
+    assert between["begin"] == pytest.approx([1, 0.002, 0.004])

@@ -95,9 +95,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=60))
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DATABASES["default"].setdefault("TEST", {})
-# Doorbell and sidebar reads of the sockets run in reader threads (a connection each) rather
-# than on the one shared database thread (chat/sockets/fanout.py).
-TANDEM_DB_READS_OFF_THREAD = env.bool("TANDEM_DB_READS_OFF_THREAD", default=True)
+# Whether the sockets' doorbell, sidebar and session reads run in reader threads (a connection
+# each) rather than on the one shared database thread; unset: on every database but SQLite
+# (chat/sockets/fanout.py).
+TANDEM_DB_READS_OFF_THREAD: bool | None = (
+    env.bool("TANDEM_DB_READS_OFF_THREAD") if "TANDEM_DB_READS_OFF_THREAD" in env.ENVIRON else None
+)
 # How many reader threads serve them (and the sockets' session checks) per process.
 TANDEM_DB_READER_THREADS = env.int("TANDEM_DB_READER_THREADS", default=2)
 # The GIL's switch interval in a server process (Python's default is 5 ms). The database

@@ -7,13 +7,16 @@ answer instead of asking again (a read shared while it is in flight, never cache
 later question may need later data). Each tab then adds only what depends on its own state
 (``TabState.apply_changes``: cards, title, cursor).
 
-The read runs in a reader thread when that is safe (``thread_sensitive=False``: a connection
-per thread; SQLite in WAL mode reads beside its one writer), so doorbells do not queue behind
-the turn runners' writes on the one shared database thread. An in-memory SQLite database (the
-test database) exists per connection, so there it stays on the shared thread. The readers are a
-pool of their own, ``TANDEM_DB_READER_THREADS`` (2) strong: every thread that waits to take the
-GIL back after a query makes the others' queries slower, and at 100 streams two threads served
-the reads sooner than asyncio's default pool of six (README "Live path performance").
+Where the reads run (``reads_off_thread``): on PostgreSQL in reader threads
+(``thread_sensitive=False``: a connection per thread), so that their waits on the server's
+replies overlap the shared database thread's. On SQLite every query is CPU in this process, and
+each thread that runs them takes the GIL back from the event loop after every SQLite call: there
+the reads share the one database thread with the writes, which measured cheaper and sooner
+than reader threads beside it (README "Live path performance"). ``TANDEM_DB_READS_OFF_THREAD``
+overrides the choice; an in-memory SQLite database (the test database) exists per connection,
+so its reads always stay on the shared thread. The readers are a pool of their own,
+``TANDEM_DB_READER_THREADS`` (2) strong: at 100 streams two threads served the reads sooner
+than asyncio's default pool of six.
 """
 
 from __future__ import annotations
@@ -50,10 +53,15 @@ _in_flight: dict[Key, tuple[asyncio.Task[Rendered | None], float]] = {}
 
 
 def reads_off_thread() -> bool:
-    if not settings.TANDEM_DB_READS_OFF_THREAD:
-        return False
+    """Whether the sockets' reads run in reader threads: ``TANDEM_DB_READS_OFF_THREAD`` when
+    set, else on every database but SQLite. Never on an in-memory SQLite (a database per
+    connection)."""
     connection: Any = connections[DEFAULT_DB_ALIAS]
-    return not (connection.vendor == "sqlite" and connection.is_in_memory_db())
+    sqlite = connection.vendor == "sqlite"
+    if sqlite and connection.is_in_memory_db():
+        return False
+    chosen: bool | None = settings.TANDEM_DB_READS_OFF_THREAD
+    return not sqlite if chosen is None else chosen
 
 
 _readers: ThreadPoolExecutor | None = None

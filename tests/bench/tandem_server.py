@@ -276,9 +276,9 @@ def experiment_before_round_4() -> None:
 def experiment_before_round_5() -> None:
     """What-if: the live path as it was before round 5 of issue 10, for a same-run comparison:
     Channels' own loop over a socket's two inboxes (a task per message and ``asyncio.wait``),
-    its hop through the shared database thread before every browser frame, a client copied
-    for every request, and the cursor, title and send confirmation rendered by the template
-    engine."""
+    its hop through the shared database thread before every browser frame, the sockets' reads
+    in reader threads on SQLite too, a client copied for every request, and the cursor, title
+    and send confirmation rendered by the template engine."""
     from channels.consumer import AsyncConsumer, get_handler_name
 
     from chat.modelapi import client
@@ -303,6 +303,7 @@ def experiment_before_round_5() -> None:
     def copied_client() -> Any:
         return client.get_client().with_options(max_retries=0)
 
+    experiment_reads_in_reader_threads()
     consumers.GroupSocket.__call__ = AsyncConsumer.__call__  # type: ignore[method-assign]
     consumers.GroupSocket.dispatch = dispatch  # type: ignore[method-assign]
     runner.get_client_without_retries = copied_client  # type: ignore[attr-defined]
@@ -312,13 +313,12 @@ def experiment_before_round_5() -> None:
     outbound.stored = render("stored", error_text="")  # type: ignore[assignment]
 
 
-def experiment_reads_on_shared_thread() -> None:
-    """What-if: no reader threads (``TANDEM_DB_READS_OFF_THREAD`` off): the doorbell reads,
-    the sidebar and the session checks queue on the one shared database thread with the
-    writes, so one thread, not three, takes the GIL back after each SQLite call."""
+def experiment_reads_in_reader_threads() -> None:
+    """What-if: the sockets' reads in reader threads on SQLite too (``TANDEM_DB_READS_OFF_THREAD``
+    on), as before round 5: three threads, not one, take the GIL back after each SQLite call."""
     from django.conf import settings
 
-    settings.TANDEM_DB_READS_OFF_THREAD = False
+    settings.TANDEM_DB_READS_OFF_THREAD = True
 
 
 def experiment_readers(count: int) -> Callable[[], None]:
@@ -344,7 +344,7 @@ EXPERIMENTS = {
     "before-round-5": experiment_before_round_5,
     "readers-6": experiment_readers(6),
     "readers-1": experiment_readers(1),
-    "reads-on-shared-thread": experiment_reads_on_shared_thread,
+    "reads-in-reader-threads": experiment_reads_in_reader_threads,
 }
 
 

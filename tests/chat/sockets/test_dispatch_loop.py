@@ -82,7 +82,7 @@ async def test_a_handlers_error_ends_the_loop_with_that_error() -> None:
     async def dispatch(message: dict[str, Any]) -> None:
         raise ValueError(message["type"])
 
-    layer.queue.put_nowait({"type": "no.such.handler"})
-    with pytest.raises(ValueError, match="no.such.handler"):
+    layer.queue.put_nowait({"type": "no_such_handler"})
+    with pytest.raises(ValueError, match="no_such_handler"):
         await asyncio.wait_for(dispatch_loop.run([browser.receive, layer.receive], dispatch), 2)
     assert browser.cancelled

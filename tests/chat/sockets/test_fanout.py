@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.test import override_settings
 
 from chat.queries import thread
@@ -91,10 +92,30 @@ async def test_a_bell_rung_after_a_read_began_is_not_answered_by_that_read(
     assert answers[2] is answers[1]  # the newest read began after the earlier bell too
 
 
-def test_reads_leave_the_shared_thread_except_on_an_in_memory_sqlite() -> None:
+def test_reads_never_leave_the_shared_thread_on_an_in_memory_sqlite() -> None:
     assert not fanout.reads_off_thread()  # the test database lives in memory
-    with override_settings(TANDEM_DB_READS_OFF_THREAD=False):
-        assert not fanout.reads_off_thread()
+    for chosen in (None, True, False):
+        with override_settings(TANDEM_DB_READS_OFF_THREAD=chosen):
+            assert not fanout.reads_off_thread()
+
+
+@pytest.mark.parametrize(
+    ("vendor", "chosen", "off_thread"),
+    [
+        ("sqlite", None, False),  # CPU in this process: one thread takes the GIL back, not three
+        ("postgresql", None, True),  # waits on the server overlap in reader threads
+        ("sqlite", True, True),
+        ("postgresql", False, False),
+    ],
+)
+def test_reads_leave_the_shared_thread_on_postgresql_unless_chosen_otherwise(
+    monkeypatch: pytest.MonkeyPatch, vendor: str, chosen: bool | None, off_thread: bool
+) -> None:
+    connection = connections[DEFAULT_DB_ALIAS]
+    monkeypatch.setattr(connection, "vendor", vendor)
+    monkeypatch.setattr(connection, "is_in_memory_db", lambda: False, raising=False)
+    with override_settings(TANDEM_DB_READS_OFF_THREAD=chosen):
+        assert fanout.reads_off_thread() is off_thread
 
 
 async def test_reads_off_the_shared_thread_run_in_the_readers_own_pool(

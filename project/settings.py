@@ -108,6 +108,11 @@ TANDEM_DB_READER_THREADS = env.int("TANDEM_DB_READER_THREADS", default=2)
 # the event loop: at 100 streams the shared database thread spent ~5x its CPU time in such
 # waits at 1 ms, ~3x at 0.2 ms (README "Live path performance"). 0 keeps Python's default.
 TANDEM_GIL_SWITCH_INTERVAL_MS = env.float("TANDEM_GIL_SWITCH_INTERVAL_MS", default=0.2)
+# The garbage collector of a server process (chat/runtime/gc_tuning.py): start-up objects
+# frozen out of every collection, and the young generation collected after this many
+# allocations (Python's default is 2,000; 0 keeps it).
+TANDEM_GC_FREEZE = env.bool("TANDEM_GC_FREEZE", default=True)
+TANDEM_GC_GEN0_THRESHOLD = env.int("TANDEM_GC_GEN0_THRESHOLD", default=20_000)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")

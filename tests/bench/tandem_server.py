@@ -277,8 +277,9 @@ def experiment_before_round_5() -> None:
     """What-if: the live path as it was before round 5 of issue 10, for a same-run comparison:
     Channels' own loop over a socket's two inboxes (a task per message and ``asyncio.wait``),
     its hop through the shared database thread before every browser frame, the sockets' reads
-    in reader threads on SQLite too, a client copied for every request, and the cursor, title
-    and send confirmation rendered by the template engine."""
+    in reader threads on SQLite too, Python's default garbage collector, a client copied for
+    every request, and the cursor, title and send confirmation rendered by the template
+    engine."""
     from channels.consumer import AsyncConsumer, get_handler_name
 
     from chat.modelapi import client
@@ -304,6 +305,7 @@ def experiment_before_round_5() -> None:
         return client.get_client().with_options(max_retries=0)
 
     experiment_reads_in_reader_threads()
+    experiment_gc(False, 0)()
     consumers.GroupSocket.__call__ = AsyncConsumer.__call__  # type: ignore[method-assign]
     consumers.GroupSocket.dispatch = dispatch  # type: ignore[method-assign]
     runner.get_client_without_retries = copied_client  # type: ignore[attr-defined]
@@ -319,6 +321,20 @@ def experiment_reads_in_reader_threads() -> None:
     from django.conf import settings
 
     settings.TANDEM_DB_READS_OFF_THREAD = True
+
+
+def experiment_gc(freeze: bool, gen0: int) -> Callable[[], None]:
+    """What-if: another garbage collector set-up than settings.TANDEM_GC_FREEZE (on) and
+    TANDEM_GC_GEN0_THRESHOLD (20,000), which ``manage.py tandem`` applies once its loop is up;
+    gen0 0 keeps Python's default threshold (2,000)."""
+
+    def apply() -> None:
+        from django.conf import settings
+
+        settings.TANDEM_GC_FREEZE = freeze
+        settings.TANDEM_GC_GEN0_THRESHOLD = gen0
+
+    return apply
 
 
 def experiment_readers(count: int) -> Callable[[], None]:
@@ -344,6 +360,9 @@ EXPERIMENTS = {
     "before-round-5": experiment_before_round_5,
     "readers-6": experiment_readers(6),
     "readers-1": experiment_readers(1),
+    "gc-untuned": experiment_gc(False, 0),
+    "gc-freeze-only": experiment_gc(True, 0),
+    "gc-gen0-50k": experiment_gc(True, 50_000),
     "reads-in-reader-threads": experiment_reads_in_reader_threads,
 }
 

@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from chat.modelapi.client import uses_simulator
+from chat.runtime import gc_tuning
 from chat.sockets import inbound
 
 DEMO_USERS = [
@@ -57,6 +58,9 @@ class Command(BaseCommand):
         from chat.runtime import engine
 
         twisted_loop.call_soon(engine.bind, twisted_loop)
+        # Once the loop is up (the application imported, the engine bound): start-up objects
+        # leave the collector's sight, and young collections come less often.
+        twisted_loop.call_soon(gc_tuning.tune)
         # Daphne drops a frame over its limit (1 MiB by default) with no answer: let it take
         # frames well past Tandem's own limit, which chat.sockets.inbound refuses with a clear
         # error.

@@ -34,6 +34,7 @@ from tests.bench.relay_client import Session
 from tests.bench.relay_metrics import (
     Figures,
     ReplyTrace,
+    collections_between,
     fmt_pair,
     hops_between,
     p50_p99_ms,
@@ -57,6 +58,7 @@ class Round:
     counts: dict[str, int] = field(default_factory=dict)
     kinds: dict[str, int] = field(default_factory=dict)  # statements by verb and table
     hops: dict[str, list[float]] = field(default_factory=dict)  # function -> [n, CPU s, wall s]
+    collections: dict[str, list[float]] = field(default_factory=dict)  # gen -> [n, s, longest s]
 
     @property
     def traces(self) -> list[ReplyTrace]:
@@ -98,6 +100,15 @@ class Round:
         return ", ".join(
             f"{name} {n / replies:.1f} x {cpu / n * 1000:.2f} ms ({wall / n * 1000:.1f} ms wall)"
             for name, (n, cpu, wall) in ranked
+        )
+
+    def gc_pauses(self) -> str:
+        """The garbage collections of the measured phase (Tandem), by generation."""
+        if not self.collections:
+            return "none"
+        return ", ".join(
+            f"{gen} {int(n)} x {total / n * 1000:.1f} ms (longest {longest * 1000:.1f} ms)"
+            for gen, (n, total, longest) in sorted(self.collections.items())
         )
 
     def figures(self, bare: Round | None) -> Figures:
@@ -232,6 +243,7 @@ class Bench:
                     top = 60 if os.environ.get("BENCH_QUERY_SITES") == "1" else 8
                     print(f"  {r.server} statements per reply: {r.statements(top)}", flush=True)
                     print(f"  {r.server} database hops per reply: {r.hop_costs()}", flush=True)
+                    print(f"  {r.server} garbage collections: {r.gc_pauses()}", flush=True)
         print("\n" + table(rows), flush=True)
         if self.args.repeat > 1:
             print(f"\nover {self.args.repeat} repeats:\n{repeat_summary(figures)}", flush=True)
@@ -275,9 +287,10 @@ class Bench:
         if counts:
             assert tandem is not None
             after = await tandem.counts()
-            skip = ("dumps", "kinds", "hops")
+            skip = ("dumps", "kinds", "hops", "gc")
             result.counts = {k: after[k] - counts[k] for k in counts if k not in skip}
             result.hops = hops_between(counts["hops"], after["hops"])
+            result.collections = collections_between(counts["gc"], after["gc"])
             result.kinds = {
                 k: v - counts["kinds"].get(k, 0)
                 for k, v in after["kinds"].items()

@@ -167,3 +167,17 @@ def hops_between(before: Hops, after: Hops) -> Hops:
         for name, entry in after.items()
         if entry[0] > before.get(name, zero)[0]
     }
+
+
+Collections = dict[str, list[float]]  # "gen0".. -> [collections, total s, longest s]
+
+
+def collections_between(before: Collections, after: Collections) -> Collections:
+    """The garbage collections made between two readings, by generation (the server reports
+    the longest since its last reading, so ``after``'s is the longest in between)."""
+    zero = [0, 0.0, 0.0]
+    return {
+        gen: [n - before.get(gen, zero)[0], total - before.get(gen, zero)[1], longest]
+        for gen, (n, total, longest) in after.items()
+        if n > before.get(gen, zero)[0]
+    }

@@ -12,7 +12,8 @@ that it can count queries without any change to the app:
   database what changed) is wrapped to count doorbells and to mark, through a context variable
   that asgiref carries into the database thread, the statements run on a doorbell's behalf;
 * every hop to a database thread (``database_sync_to_async``) is timed where it runs: thread
-  CPU and wall time by function, so a run says which hops cost the database threads' CPU.
+  CPU and wall time by function, so a run says which hops cost the database threads' CPU;
+* every garbage collection is timed, by generation.
 
 On SIGUSR1 the counts are written as JSON to ``$BENCH_COUNTS_FILE`` (replaced atomically). The
 wrappers cost a few microseconds per statement, counted in the server's CPU like the rest.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextvars
+import gc
 import json
 import os
 import re
@@ -62,6 +64,7 @@ class Counts:
         )
         self.kinds: dict[str, int] = {}  # statement_kind -> count
         self.hops: dict[str, list[float]] = {}  # function -> [hops, thread CPU s, wall s]
+        self.gc: dict[str, list[float]] = {}  # "gen0".. -> [collections, total s, longest s]
 
     def hop(self, name: str, cpu_s: float, wall_s: float) -> None:
         with self.lock:
@@ -69,6 +72,13 @@ class Counts:
             entry[0] += 1
             entry[1] += cpu_s
             entry[2] += wall_s
+
+    def collected(self, generation: int, seconds: float) -> None:
+        with self.lock:
+            entry = self.gc.setdefault(f"gen{generation}", [0, 0.0, 0.0])
+            entry[0] += 1
+            entry[1] += seconds
+            entry[2] = max(entry[2], seconds)
 
     def add(self, kind: str = "", **amounts: int) -> None:
         with self.lock:
@@ -84,7 +94,10 @@ class Counts:
                 **self.values,
                 "kinds": dict(self.kinds),
                 "hops": {name: list(entry) for name, entry in self.hops.items()},
+                "gc": {name: list(entry) for name, entry in self.gc.items()},
             }
+            for entry in self.gc.values():
+                entry[2] = 0.0  # the longest collection is the longest since the last reading
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data))
         tmp.replace(path)
@@ -138,6 +151,21 @@ def time_hops() -> None:
     DatabaseSyncToAsync.thread_handler = timed  # type: ignore[method-assign]
 
 
+def time_collections() -> None:
+    """Every garbage collection is timed (``Counts.gc``): a collection stops the whole process,
+    every stream with it."""
+    started: dict[int, float] = {}
+
+    def on_collection(phase: str, info: dict[str, Any]) -> None:
+        generation = info["generation"]
+        if phase == "start":
+            started[generation] = time.perf_counter()
+        elif generation in started:
+            COUNTS.collected(generation, time.perf_counter() - started.pop(generation))
+
+    gc.callbacks.append(on_collection)
+
+
 def install_counters() -> None:
     from django.db.backends.signals import connection_created
 
@@ -149,6 +177,7 @@ def install_counters() -> None:
 
     connection_created.connect(on_connection, weak=False, dispatch_uid="bench-count-statements")
     time_hops()
+    time_collections()
     original = ConversationConsumer.conv_changed
 
     async def conv_changed(self: Any, event: dict[str, Any]) -> None:

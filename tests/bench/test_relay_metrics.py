@@ -8,6 +8,7 @@ from tests.bench.profile_summary import report, summarise
 from tests.bench.relay_client import article_html
 from tests.bench.relay_metrics import (
     ReplyTrace,
+    collections_between,
     fmt_pair,
     hops_between,
     ordered_problems,
@@ -132,3 +133,12 @@ def test_hops_between_two_readings_are_the_hops_made_meanwhile() -> None:
     assert between.keys() == {"_load", "begin"}  # the sidebar made none meanwhile
     assert between["_load"] == pytest.approx([2, 0.004, 0.010])
     assert between["begin"] == pytest.approx([1, 0.002, 0.004])
+
+
+def test_collections_between_two_readings_are_the_ones_made_meanwhile() -> None:
+    before = {"gen0": [10, 0.02, 0.004], "gen2": [1, 0.2, 0.2]}
+    after = {"gen0": [14, 0.03, 0.003], "gen1": [1, 0.005, 0.005], "gen2": [1, 0.2, 0.0]}
+    between = collections_between(before, after)
+    assert between.keys() == {"gen0", "gen1"}  # no full collection meanwhile
+    assert between["gen0"] == pytest.approx([4, 0.01, 0.003])
+    assert between["gen1"] == pytest.approx([1, 0.005, 0.005])

@@ -41,7 +41,7 @@ from tests.bench.relay_metrics import (
     repeat_summary,
 )
 from tests.bench.relay_servers import Process, TandemServer
-from tests.bench.tandem_server import EXPERIMENT_ENV, EXPERIMENTS
+from tests.bench.tandem_experiments import EXPERIMENT_ENV, EXPERIMENTS
 from tests.e2e.server import free_port
 
 
@@ -379,7 +379,7 @@ def parser() -> argparse.ArgumentParser:
         "--experiment",
         default="",
         choices=["", *EXPERIMENTS],
-        help="a what-if patch applied to the Tandem server (tests/bench/tandem_server.py)",
+        help="a what-if patch applied to the Tandem server (tests/bench/tandem_experiments.py)",
     )
     p.add_argument(
         "--sites",

@@ -98,8 +98,11 @@ DATABASES["default"].setdefault("TEST", {})
 # Whether the sockets' doorbell, sidebar and session reads run in reader threads (a connection
 # each) rather than on the one shared database thread; unset: on every database but SQLite
 # (chat/sockets/fanout.py).
+_reads_off_thread = env.str("TANDEM_DB_READS_OFF_THREAD", default="").strip().lower()
 TANDEM_DB_READS_OFF_THREAD: bool | None = (
-    env.bool("TANDEM_DB_READS_OFF_THREAD") if "TANDEM_DB_READS_OFF_THREAD" in env.ENVIRON else None
+    None
+    if _reads_off_thread in ("", "auto")
+    else env.bool("TANDEM_DB_READS_OFF_THREAD")  # the usual spellings of true and false
 )
 # How many reader threads serve them (and the sockets' session checks) per process.
 TANDEM_DB_READER_THREADS = env.int("TANDEM_DB_READER_THREADS", default=2)

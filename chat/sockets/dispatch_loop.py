@@ -10,7 +10,11 @@ socket's life, which receives a message and handles it under a lock shared by bo
 * an inbox is not read again until its last message has been handled, so the channel layer's
   capacity still bounds what can wait for a slow socket;
 * the first handler to raise (``StopConsumer`` when the browser leaves) ends the loop, and the
-  other inbox's receive is cancelled, as Channels does.
+  other inbox's receive is cancelled, as Channels does; an inbox whose receive fails waits for
+  a running handler to finish first, as it would have in Channels' loop.
+
+Handlers run in the two pump tasks, not in the consumer's own task: a context variable one
+handler sets is not seen by a handler of the other inbox (nothing here relies on that).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+
+from channels.exceptions import StopConsumer
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Dispatch = Callable[[dict[str, Any]], Awaitable[None]]
@@ -29,15 +35,22 @@ async def run(inboxes: Sequence[Receive], dispatch: Dispatch) -> None:
 
     async def pump(receive: Receive) -> None:
         while True:
-            message = await receive()
+            try:
+                message = await receive()
+            except Exception:
+                async with turn:  # not while the other inbox's handler is still running
+                    raise
             async with turn:
                 await dispatch(message)
 
     pumps = [asyncio.ensure_future(pump(receive)) for receive in inboxes]
     try:
         done, _ = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
-        for task in done:
-            task.result()  # a pump ends only by raising: StopConsumer or a handler's error
+        # A pump ends only by raising: StopConsumer, or an error, which goes first.
+        errors = [error for task in done if (error := task.exception()) is not None]
+        errors.sort(key=lambda error: isinstance(error, StopConsumer))
+        if errors:
+            raise errors[0]
     finally:
         for task in pumps:
             task.cancel()

@@ -1,4 +1,4 @@
-"""What a doorbell asks the database, asked once per process and off the shared thread.
+"""What a doorbell asks the database, asked once per process and cursor, however many tabs wait.
 
 A doorbell (``conv.changed``) reaches every open tab of a conversation at the same moment, and
 the tabs that follow along sit at the same cursor, so they need the same answer. The first tab

@@ -4,10 +4,11 @@ A socket is authenticated once, at connect. Afterwards its session may end: logo
 expiry, the user deactivated or their password changed. ``still_signed_in`` asks again with a
 fresh copy of the session and Django's own ``get_user`` (the backend lookup, ``is_active`` check
 and session-hash comparison that channels' connect-time ``get_user`` mirrors), so nothing here
-re-implements hashing. It asks on every inbound frame, so it runs in a reader thread where that
-is safe (``chat.sockets.fanout.read``): a message sent under load does not queue behind the turn
-runners' writes on the one shared database thread before it is even stored. (It reads, except
-that a session failing the check is deleted, as Django does in a request.)
+re-implements hashing. It asks on every inbound frame, and runs where the sockets' other reads
+run (``chat.sockets.fanout.read``): in a reader thread on PostgreSQL, so that a message sent
+under load does not queue behind the turn runners' writes before it is even stored; on SQLite
+on the one shared database thread, where that measured cheaper. (It reads, except that a
+session failing the check is deleted, as Django does in a request.)
 
 The receivers below ring every socket of the user through the channel layer (their account
 group): a logout names the session that ended, so its sockets close at once; any other change

@@ -14,37 +14,7 @@ from collections.abc import Callable
 from importlib import import_module
 from typing import Any
 
-LIVE_EVENTS = {
-    "reply.delta",
-    "reply.markdown",
-    "reply.snapshot",
-    "reply.tool_input",
-    "tool.progress",
-}
 EXPERIMENT_ENV = "BENCH_EXPERIMENT"
-
-
-def experiment_live_events_skip_db_thread() -> None:
-    """What-if for issue 10, not a fix: live events skip Channels' per-event DB-thread hop.
-
-    ``AsyncConsumer.dispatch`` runs ``close_old_connections`` through the one shared
-    ``sync_to_async`` thread before every handler, so each delta to each tab queues behind the
-    process's database work. Handlers that do touch the database go through
-    ``database_sync_to_async``, which closes old connections itself.
-    """
-    from channels.consumer import get_handler_name
-
-    from chat.sockets.consumers import ConversationConsumer
-
-    original = ConversationConsumer.dispatch
-
-    async def dispatch(self: Any, message: dict[str, Any]) -> None:
-        if message["type"] in LIVE_EVENTS:
-            await getattr(self, get_handler_name(message))(message)
-            return
-        await original(self, message)
-
-    ConversationConsumer.dispatch = dispatch  # type: ignore[method-assign]
 
 
 def experiment_runner_reads_off_thread() -> None:
@@ -80,7 +50,9 @@ def experiment_before_round_4() -> None:
     the session check on the shared database thread (channels' ``get_user``), the rate check
     in a thread, the message stored in one hop and its turn claimed and begun in the runner's
     next hop (two doorbells), a reply's end and the lease's release in two hops, 6 reader
-    threads (asyncio's default executor on 2 CPUs) and a 1 ms switch interval."""
+    threads (asyncio's default executor on 2 CPUs) and a 1 ms switch interval. Only round 4's
+    changes are undone: later rounds stay (so it is no longer round 4 as it was measured then).
+    """
     from asgiref.sync import sync_to_async
     from channels.auth import get_user
     from channels.db import database_sync_to_async
@@ -199,7 +171,6 @@ EXPERIMENTS = {
     "switch-interval-1ms": experiment_switch_interval(1.0),
     "switch-interval-0.5ms": experiment_switch_interval(0.5),
     "switch-interval-0.2ms": experiment_switch_interval(0.2),
-    "live-events-skip-db-thread": experiment_live_events_skip_db_thread,
     "runner-reads-off-thread": experiment_runner_reads_off_thread,
     "before-round-4": experiment_before_round_4,
     "before-round-5": experiment_before_round_5,

@@ -65,7 +65,9 @@ class Counts:
         )
         self.kinds: dict[str, int] = {}  # statement_kind -> count
         self.hops: dict[str, list[float]] = {}  # function -> [hops, thread CPU s, wall s]
-        self.gc: dict[str, list[float]] = {}  # "gen0".. -> [collections, total s, longest s]
+        # "gen0".. -> [collections, total s, longest s]; all there from the start, so that a
+        # collection during a dump (a callback in the same thread) never adds a key
+        self.gc: dict[str, list[float]] = {f"gen{g}": [0, 0.0, 0.0] for g in range(3)}
 
     def hop(self, name: str, cpu_s: float, wall_s: float) -> None:
         with self.lock:

@@ -57,10 +57,10 @@ class Command(BaseCommand):
 
         from chat.runtime import engine
 
-        twisted_loop.call_soon(engine.bind, twisted_loop)
-        # Once the loop is up (the application imported, the engine bound): start-up objects
-        # leave the collector's sight, and young collections come less often.
+        # Once the loop is up (the application imported), before the engine starts its tasks:
+        # start-up objects leave the collector's sight, and young collections come less often.
         twisted_loop.call_soon(gc_tuning.tune)
+        twisted_loop.call_soon(engine.bind, twisted_loop)
         # Daphne drops a frame over its limit (1 MiB by default) with no answer: let it take
         # frames well past Tandem's own limit, which chat.sockets.inbound refuses with a clear
         # error.

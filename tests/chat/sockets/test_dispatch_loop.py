@@ -86,3 +86,39 @@ async def test_a_handlers_error_ends_the_loop_with_that_error() -> None:
     with pytest.raises(ValueError, match="no_such_handler"):
         await asyncio.wait_for(dispatch_loop.run([browser.receive, layer.receive], dispatch), 2)
     assert browser.cancelled
+
+
+async def test_a_failing_receive_waits_for_the_running_handler_to_finish() -> None:
+    browser = Inbox()
+    release, finished = asyncio.Event(), []
+
+    async def dispatch(message: dict[str, Any]) -> None:
+        await release.wait()
+        finished.append(message["type"])
+
+    async def broken() -> dict[str, Any]:
+        await asyncio.sleep(0.01)
+        raise RuntimeError("the layer failed")
+
+    browser.queue.put_nowait({"type": "websocket.receive"})
+    loop = asyncio.ensure_future(dispatch_loop.run([browser.receive, broken], dispatch))
+    await asyncio.sleep(0.05)
+    assert not loop.done()  # the send being handled is not cut short
+    release.set()
+    with pytest.raises(RuntimeError, match="the layer failed"):
+        await asyncio.wait_for(loop, 2)
+    assert finished == ["websocket.receive"]
+
+
+async def test_an_error_is_raised_rather_than_a_stop_that_came_with_it() -> None:
+    async def stop() -> dict[str, Any]:
+        raise StopConsumer
+
+    async def fail() -> dict[str, Any]:
+        raise RuntimeError("lost")
+
+    async def dispatch(message: dict[str, Any]) -> None:
+        raise AssertionError("nothing to dispatch")
+
+    with pytest.raises(RuntimeError, match="lost"):
+        await asyncio.wait_for(dispatch_loop.run([stop, fail], dispatch), 2)

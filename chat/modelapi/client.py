@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import anthropic
@@ -53,23 +54,26 @@ def simulator() -> Simulator:
     return _simulator
 
 
+def _for_loop(
+    cache: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anthropic.AsyncAnthropic],
+    make: Callable[[], anthropic.AsyncAnthropic],
+) -> anthropic.AsyncAnthropic:
+    loop = asyncio.get_running_loop()
+    client = cache.get(loop)
+    if client is None:
+        client = cache[loop] = make()
+    return client
+
+
 def get_client() -> anthropic.AsyncAnthropic:
     """One client per event loop: connection pools must not cross loops."""
-    loop = asyncio.get_running_loop()
-    client = _clients.get(loop)
-    if client is None:
-        client = _clients[loop] = _make()
-    return client
+    return _for_loop(_clients, _make)
 
 
 def get_client_without_retries() -> anthropic.AsyncAnthropic:
     """The loop's client, made to try each request once (callers retry visibly), sharing its
     connection pool; made once per loop rather than per request (``with_options`` copies)."""
-    loop = asyncio.get_running_loop()
-    client = _once_clients.get(loop)
-    if client is None:
-        client = _once_clients[loop] = get_client().with_options(max_retries=0)
-    return client
+    return _for_loop(_once_clients, lambda: get_client().with_options(max_retries=0))
 
 
 def reset() -> None:

@@ -160,10 +160,16 @@ def kick(conversation_id: int) -> None:
         remote(conversation_id)
 
 
+def _busy(conversation_id: int) -> bool:
+    """A runner of this process answers the conversation, or a database thread is beginning
+    its turn (``reserve``). Call holding ``_reserve_lock``."""
+    running = _runners.get(conversation_id)
+    return conversation_id in _reserved or (running is not None and not running.done())
+
+
 def _kick(conversation_id: int) -> None:
     with _reserve_lock:
-        running = _runners.get(conversation_id)
-        if conversation_id in _reserved or (running is not None and not running.done()):
+        if _busy(conversation_id):
             _rekick.add(conversation_id)  # the runner (or the reserved turn) runs again after
             return
         _runners[conversation_id] = spawn(_run(conversation_id, wired().run_turn))
@@ -180,8 +186,7 @@ def reserve(conversation_id: int) -> bool:
     if loop is None or loop.is_closed() or not loop.is_running():
         return False
     with _reserve_lock:
-        running = _runners.get(conversation_id)
-        if conversation_id in _reserved or (running is not None and not running.done()):
+        if _busy(conversation_id):
             return False
         _reserved.add(conversation_id)
         return True

@@ -13,9 +13,9 @@ class ChatConfig(AppConfig):
         """
         from django.conf import settings
 
-        from chat.runtime import doorbells, engine, runner, sweeper, tasks
+        from chat.runtime import doorbells, engine, events, runner, sweeper, tasks
         from chat.services import config_cache
-        from chat.sockets import socket_auth
+        from chat.sockets import fanout, socket_auth
         from tools import task_backend
 
         # Several processes (REDIS_URL): ring the others when a turn or a cancel is due
@@ -33,5 +33,6 @@ class ChatConfig(AppConfig):
                 remote_cancel=doorbells.ring_cancel if shared else None,
             )
         )
+        events.describe_changes_with(fanout.describe)  # a bell carries its change
         socket_auth.connect_receivers()
         config_cache.connect_receivers()

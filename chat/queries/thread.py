@@ -146,6 +146,14 @@ def _cards_resync(conversation_id: int, seq: int, rev: int) -> QuerySet[ToolPair
     return _cards(conversation_id, _wanted(seq, rev, resync=True, via="message__") | elsewhere)
 
 
+def cursor(conversation_id: int) -> tuple[int, int] | None:
+    """The conversation's cursor (highest seq, rev): where a tab that has all of it stands."""
+    conversation = _conversation.one(conversation_id)
+    if conversation is None:
+        return None
+    return conversation.next_seq - 1, conversation.rev
+
+
 def changes_since(
     conversation_id: int, seq: int, rev: int, *, resync: bool = False
 ) -> Changes | None:

@@ -2,7 +2,9 @@
 
 The channel layer is at-most-once, so nothing is published here that is not also in the
 database (except live deltas, which the final database write supersedes). Doorbells are
-rung only after the transaction that made the change commits.
+rung only after the transaction that made the change commits; a conversation's bell may
+carry the change as well, read from the database after that commit, so that the tabs that
+hear it need not read it (a tab that misses it reads at the next).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -88,10 +90,26 @@ def _rang(conversation_id: int, owner_id: int | None) -> None:
         pending[conversation_id] = owner_id
 
 
+# What a conversation's bell carries besides its time, where the process can say: the change
+# itself, so that the tabs need not read it (``chat.sockets.fanout.describe``, wired at
+# start-up by chat.apps: this layer never imports the sockets).
+_describe: Callable[[int], dict[str, Any] | None] | None = None
+
+
+def describe_changes_with(describe: Callable[[int], dict[str, Any] | None] | None) -> None:
+    global _describe
+    _describe = describe
+
+
 def _send_bell(conversation_id: int, owner_id: int | None) -> None:
     # ``at``: when the bell rang (after commit); a tab may share a read only if it began
     # after that (chat.sockets.fanout), so no read from before the change answers it.
-    bell = {"type": "conv.changed", "at": time.time()}
+    bell: dict[str, Any] = {"type": "conv.changed", "at": time.time()}
+    if _describe is not None:
+        try:
+            bell.update(_describe(conversation_id) or {})
+        except Exception:  # the bell still rings, and the tabs read
+            logger.warning("describing conversation %s failed", conversation_id, exc_info=True)
     _publish_from_anywhere(conversation_group(conversation_id), bell)
     if owner_id is not None:
         _publish_from_anywhere(

@@ -10,7 +10,8 @@ per-token costs. This layer keeps the same semantics, more cheaply:
 * a group send puts the message straight on each member's queue (a put never waits), with
   one expiry time, and neither re-checks the members' names nor builds a queue it has;
 * a flat message of immutable values and lists of them (every live event is one) is copied
-  one level deep, which is what a deep copy of it amounts to.
+  one level deep, which is what a deep copy of it amounts to; tuples of immutable values, to
+  any depth (a doorbell's change), are shared as they are.
 
 A layer shared by several processes is Redis (``REDIS_URL``), which this does not touch.
 """
@@ -38,9 +39,18 @@ def copy_message(message: dict[str, Any]) -> dict[str, Any]:
             copy[key] = value
         elif type(value) is list and all(isinstance(item, _IMMUTABLE) for item in value):
             copy[key] = list(value)  # a Markdown frame's finished blocks
+        elif _frozen(value):
+            copy[key] = value  # a doorbell's change (chat.sockets.digest): shared, not copied
         else:
             return deepcopy(message)
     return copy
+
+
+def _frozen(value: object) -> bool:
+    """Whether nothing inside can change: immutable values, in tuples (named ones too) only."""
+    if isinstance(value, _IMMUTABLE):
+        return True
+    return isinstance(value, tuple) and all(_frozen(item) for item in value)
 
 
 class ProcessLayer(InMemoryChannelLayer):  # type: ignore[misc]

@@ -163,6 +163,17 @@ class ConversationConsumer(GroupSocket):
             return
         self.tab = TabState()
         await self.join(events.conversation_group(self.conversation_id))
+        if self.counted_user is not None:
+            self.following = True
+            fanout.follow(self.conversation_id)
+
+    following = False
+
+    async def disconnect(self, code: int) -> None:
+        if self.following:
+            self.following = False
+            fanout.unfollow(self.conversation_id)
+        await super().disconnect(code)
 
     # --- from the browser ----------------------------------------------------------------
 
@@ -262,13 +273,17 @@ class ConversationConsumer(GroupSocket):
         if shared is None:
             await self.close(code=CLOSE_NOT_FOUND)
             return
-        parts = self.tab.apply_changes(shared.changes, new=shared.new, replaced=shared.replaced)
-        await self.send(text_data="".join(parts))
+        await self.send(text_data="".join(self.tab.apply_changes(shared)))
 
     async def resync(self) -> None:
         await self.push_changes(resync=True)
 
     async def conv_changed(self, event: dict[str, Any]) -> None:
+        """A doorbell: the change it carries if it answers this tab, else a read."""
+        carried = fanout.carried(event)
+        if carried is not None and self.tab.takes(*carried):
+            await self.send(text_data="".join(self.tab.apply_changes(carried[1])))
+            return
         await self.push_changes(rung_at=event.get("at"))
 
     async def reply_delta(self, event: dict[str, Any]) -> None:

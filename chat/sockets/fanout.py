@@ -1,11 +1,20 @@
-"""What a doorbell asks the database, asked once per process and cursor, however many tabs wait.
+"""What a doorbell tells the tabs: the change itself where the writer could say, else one read per
+process and cursor, however many tabs wait.
 
-A doorbell (``conv.changed``) reaches every open tab of a conversation at the same moment, and
-the tabs that follow along sit at the same cursor, so they need the same answer. The first tab
-to ask reads the changes and renders their messages; the others at that cursor wait for that
-answer instead of asking again (a read shared while it is in flight, never cached after: a
-later question may need later data). Each tab then adds only what depends on its own state
-(``TabState.apply_changes``: cards, title, cursor).
+**Carried** (``describe``, the writer's side). After the commit that rang, in the database hop
+the writer makes anyway, the writer reads the changes since the cursor the conversation's last
+bell brought the tabs to and renders them once (``chat.sockets.digest``); the bell carries that
+digest and its start cursor. A tab at that cursor takes it without a read
+(``TabState.takes``), so the tabs that follow along never read. A digest is exactly what a tab
+at its start would have read at that moment, whatever else committed meanwhile: a tab anywhere
+else (it missed a bell, or read ahead) reads instead, and a wrong guess costs a read, never a
+wrong page. A process builds digests only where a tab may hear them: with several processes
+(Redis: the tabs are elsewhere) always, with one only for conversations a tab here follows.
+
+**Read** (``changes_since``, a tab's side): a sync, a resync, a late delta, a bell that carries
+nothing or does not fit. The tabs at one cursor share one read while it is in flight (never
+cached after: a later question may need later data), and each tab then adds only what depends
+on its own state (``TabState.apply_changes``: cards, title, cursor).
 
 Where the reads run (``reads_off_thread``): on PostgreSQL in reader threads
 (``thread_sensitive=False``: a connection per thread), so that their waits on the server's
@@ -24,9 +33,9 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -34,22 +43,12 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from chat.queries import thread
-from chat.queries.thread import Changes
-from chat.sockets import outbound
-
-
-@dataclass
-class Rendered:
-    """Changes with their messages rendered once, for every tab at the same cursor."""
-
-    changes: Changes
-    new: str = ""  # the new messages, appended to the thread
-    replaced: dict[int, str] = field(default_factory=dict)  # message id -> its replacement
-
+from chat.sockets import digest
+from chat.sockets.digest import Digest
 
 Key = tuple[int, int, int, bool]
 # key -> (the read, wall-clock time it began)
-_in_flight: dict[Key, tuple[asyncio.Task[Rendered | None], float]] = {}
+_in_flight: dict[Key, tuple[asyncio.Task[Digest | None], float]] = {}
 
 
 def reads_off_thread() -> bool:
@@ -89,15 +88,15 @@ def read(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
-def _load(conversation_id: int, seq: int, rev: int, resync: bool) -> Rendered | None:
+def _load(conversation_id: int, seq: int, rev: int, resync: bool) -> Digest | None:
     changes = thread.changes_since(conversation_id, seq, rev, resync=resync)
     if changes is None:
         return None
-    return Rendered(
-        changes,
-        new=outbound.append_messages(changes.new),
-        replaced={view.id: outbound.replace_message(view) for view in changes.changed},
-    )
+    found = digest.build(changes)
+    with _told_lock:  # what the tabs here were told, if no bell said yet (the first tab's sync)
+        if conversation_id not in _told:
+            _tell(conversation_id, (found.seq, found.rev))
+    return found
 
 
 async def changes_since(
@@ -107,7 +106,7 @@ async def changes_since(
     *,
     resync: bool = False,
     rung_at: float | None = None,
-) -> Rendered | None:
+) -> Digest | None:
     """What a tab at (seq, rev) lacks, rendered; None if the conversation is gone.
 
     ``rung_at``: when the doorbell this answers rang. A read already in flight is shared only
@@ -126,9 +125,83 @@ async def changes_since(
     return await asyncio.shield(task)
 
 
-def _forget(key: Key, task: asyncio.Task[Rendered | None]) -> None:
+def _forget(key: Key, task: asyncio.Task[Digest | None]) -> None:
     entry = _in_flight.get(key)
     if entry is not None and entry[0] is task:
         del _in_flight[key]
     if not task.cancelled():
         task.exception()  # retrieved: every waiter has it raised already
+
+
+# --- the writer's side: a doorbell that carries its change -----------------------------------
+
+# conversation id -> this process's open tabs of it (the event loop's thread counts them)
+_following: Counter[int] = Counter()
+# conversation id -> the cursor the last digest of it brought the tabs to, most recent last
+_told: OrderedDict[int, tuple[int, int]] = OrderedDict()
+_told_lock = threading.Lock()
+TOLD_MAX = 10_000
+CARRIED_MAX_CHARS = 256_000  # a bigger change travels as a plain doorbell: each process reads it
+
+
+def follow(conversation_id: int) -> None:
+    _following[conversation_id] += 1
+
+
+def unfollow(conversation_id: int) -> None:
+    _following[conversation_id] -= 1
+    if _following[conversation_id] <= 0:
+        del _following[conversation_id]
+
+
+def describe(conversation_id: int) -> dict[str, Any] | None:
+    """What a conversation's doorbell carries besides its time, if this process can say: the
+    changes since the cursor its last doorbell brought the tabs to (``start``), as a digest.
+
+    Runs in the writer's thread, after the commit that rang (``chat.runtime.events``), in the
+    database hop the writer makes anyway: a tab at ``start`` takes the digest and reads
+    nothing; any other tab reads as before (``TabState.takes``). A digest is exactly what a
+    tab at ``start`` would have read at that moment, whatever else committed meanwhile, so a
+    wrong guess of ``start`` costs a read, never a wrong page.
+
+    Built only where a tab may hear it: with several processes (a Redis layer, whose tabs this
+    process cannot see) always; with one, when a tab here follows the conversation.
+    """
+    if not (settings.TANDEM_DOORBELLS or _following.get(conversation_id)):
+        with _told_lock:
+            _told.pop(conversation_id, None)
+        return None
+    start = _told.get(conversation_id)
+    if start is None:  # no bell here yet: the tabs read this one, and the next is carried
+        cursor = thread.cursor(conversation_id)
+        if cursor is not None:
+            with _told_lock:
+                _tell(conversation_id, cursor)
+        return None
+    changes = thread.changes_since(conversation_id, *start)
+    found = digest.build(changes) if changes is not None else None
+    with _told_lock:
+        if found is None:
+            _told.pop(conversation_id, None)
+            return None
+        _tell(conversation_id, (found.seq, found.rev))
+    if digest.size(found) > CARRIED_MAX_CHARS:
+        return None
+    return {"start": start, "digest": found}
+
+
+def _tell(conversation_id: int, cursor: tuple[int, int]) -> None:
+    """(Holding ``_told_lock``: the writers' and readers' threads share ``_told``.)"""
+    _told[conversation_id] = cursor
+    _told.move_to_end(conversation_id)
+    while len(_told) > TOLD_MAX:
+        _told.popitem(last=False)
+
+
+def carried(bell: dict[str, Any]) -> tuple[tuple[int, int], Digest] | None:
+    """The start cursor and digest a doorbell carries, if it carries one."""
+    wire = bell.get("digest")
+    if wire is None:
+        return None
+    seq, rev = bell["start"]
+    return (seq, rev), digest.from_wire(wire)

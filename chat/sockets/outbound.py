@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from django.template.loader import render_to_string
 from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 from chat.models import ToolPair
 from chat.queries import sidebar
@@ -38,17 +39,22 @@ def replace_card(pair: ToolPair) -> str:
     return _render("tool_card", pair=pair, oob=True)
 
 
+def card(pair: ToolPair) -> str:
+    return _render("tool_card", pair=pair)
+
+
 STREAM_TARGETS = {"thinking": "msg-{}-thinking-text"}  # text streams as Markdown frames
 STREAM_PARTIALS = {"text": "stream_text", "thinking": "thinking_text"}
 
 
-def append_card(pair: ToolPair, *, remove_live: bool) -> str:
-    """A tool call stored mid-stream: its card joins the reply, the live input card goes."""
+def append_card(card_html: str, message_id: int, index: int, *, remove_live: bool) -> str:
+    """A tool call stored mid-stream: its card (``card``, rendered once for every tab) joins
+    the reply, the live input card goes."""
     return _render(
         "new_card",
-        card=_render("tool_card", pair=pair),
-        message_id=pair.message_id,
-        index=pair.block_index,
+        card=mark_safe(card_html),  # noqa: S308 -- ``card``'s output, escaped by its template
+        message_id=message_id,
+        index=index,
         remove_live=remove_live,
     )
 

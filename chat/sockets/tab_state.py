@@ -9,12 +9,12 @@ many finished blocks it shows, so a frame appends exactly the ones it lacks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from chat import markdown_stream
-from chat.models import Message, ToolPair
-from chat.queries.thread import Changes
 from chat.sockets import outbound
+from chat.sockets.digest import Card, Digest
 
 
 @dataclass
@@ -30,54 +30,62 @@ class TabState:
     pairs: set[int] = field(default_factory=set)  # tool pair ids rendered in streaming replies
     stored_tools: set[tuple[int, int]] = field(default_factory=set)  # live cards now real cards
 
-    def apply_changes(
-        self,
-        changes: Changes,
-        *,
-        new: str | None = None,
-        replaced: dict[int, str] | None = None,
-    ) -> list[str]:
-        """The frame parts that bring the tab to the changes' cursor. ``new`` and ``replaced``
-        are the messages already rendered (``chat.sockets.fanout``, once for every tab at
-        this cursor); what is missing there is rendered here."""
+    def takes(self, start: Sequence[int], digest: Digest) -> bool:
+        """Whether a doorbell's digest of the changes since ``start`` answers this tab: the
+        tab is at that cursor, and no reply would go back to less text than the live frames
+        brought it (a digest is built before the frames published while it travelled)."""
+        if not self.synced or (self.seq, self.rev) != tuple(start):
+            return False
+        for view in digest.views:
+            if view.streaming and view.id in self.known:
+                if self.streams.get((view.id, "text"), 0) > view.text_chars:
+                    return False
+                if self.streams.get((view.id, "thinking"), 0) > view.thinking_chars:
+                    return False
+        return True
+
+    def apply_changes(self, digest: Digest) -> list[str]:
+        """The frame parts that bring the tab to the digest's cursor (``chat.sockets.digest``:
+        rendered once for every tab at the cursor it starts from)."""
         out: list[str] = []
-        if changes.new:
-            out.append(new if new is not None else outbound.append_messages(changes.new))
-        for view in changes.changed:
-            done = (replaced or {}).get(view.id)
-            out.append(done if done is not None else outbound.replace_message(view))
-        for view in [*changes.new, *changes.changed]:
+        if digest.new:
+            out.append(digest.new)
+        out.extend(html for _, html in digest.replaced)
+        for view in digest.views:
             self.known.add(view.id)
             self.live_tools = {k for k in self.live_tools if k[0] != view.id}
-            if view.message.status == Message.Status.STREAMING:
-                self.pairs.update(p.pk for p in view.pairs)
-                self._shows_text(view.id, view.live_text or "")
-                self.streams[(view.id, "thinking")] = len(view.live_thinking or "")
+            if view.streaming:
+                self.pairs.update(view.pairs)
+                self.streams[(view.id, "text")] = view.text_chars
+                self.blocks[view.id] = view.text_blocks
+                self.streams[(view.id, "thinking")] = view.thinking_chars
             else:
                 self.streams.pop((view.id, "text"), None)
                 self.streams.pop((view.id, "thinking"), None)
                 self.blocks.pop(view.id, None)
-        for pair in changes.pairs:
-            out.append(self._card(pair))
-        if changes.rev > self.rev or not out:
-            out.append(outbound.title(changes.title))
-        self.seq = max(self.seq, changes.seq)
-        self.rev = max(self.rev, changes.rev)
+        for card in digest.cards:
+            out.append(self._card(card))
+        if digest.rev > self.rev or not out:
+            out.append(outbound.title(digest.title))
+        self.seq = max(self.seq, digest.seq)
+        self.rev = max(self.rev, digest.rev)
         out.append(outbound.cursor(self.seq, self.rev))
         return out
 
-    def _card(self, pair: ToolPair) -> str:
+    def _card(self, card: Card) -> str:
         """A card for a call stored while its reply streams is new here: append it where the
         live card of its input was. Any other card the tab already shows: replace it."""
-        streaming = (pair.message_id, "text") in self.streams
-        if not streaming or pair.pk in self.pairs:
-            return outbound.replace_card(pair)
-        self.pairs.add(pair.pk)
-        live = (pair.message_id, pair.block_index)
+        streaming = (card.message_id, "text") in self.streams
+        if not streaming or card.pk in self.pairs:
+            return card.replace
+        self.pairs.add(card.pk)
+        live = (card.message_id, card.block_index)
         had_live_card = live in self.live_tools
         self.live_tools.discard(live)
         self.stored_tools.add(live)
-        return outbound.append_card(pair, remove_live=had_live_card)
+        return outbound.append_card(
+            card.html, card.message_id, card.block_index, remove_live=had_live_card
+        )
 
     def apply_delta(self, message_id: int, channel: str, offset: int, text: str) -> str | None:
         """The part of a delta the tab lacks; None if it has it, or cannot place it yet."""

@@ -133,7 +133,9 @@ class Round:
         ratio = f"{cpu / bare_cpu:.1f}x" if cpu and bare_cpu else ""
         c = self.counts
         per_reply = (lambda key: f"{c[key] / replies:.1f}") if c else (lambda key: "-")
-        per_bell = f"{c['doorbell_queries'] / c['doorbells']:.2f}" if c.get("doorbells") else "-"
+        bells = c.get("doorbells")
+        per_bell = f"{c['doorbell_queries'] / bells:.2f}" if bells else "-"
+        carried = f"{c.get('carried', 0) / bells:.0%}" if bells else "-"
         sidebar = sum(s.sidebar_frames for s in self.sessions)
         problems = self.problems()
         return [
@@ -148,6 +150,7 @@ class Round:
             per_reply("writes"),
             per_reply("doorbells"),
             per_bell,
+            carried,
             "ok" if not problems else f"FAILS ({len(problems)})",
         ]
 
@@ -163,6 +166,7 @@ HEADER = [
     "writes/reply",
     "doorbells/reply",
     "queries/doorbell",
+    "taken from bell",
     "exactly once",
 ]
 

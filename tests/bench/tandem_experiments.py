@@ -140,6 +140,14 @@ def experiment_reads_in_reader_threads() -> None:
     settings.TANDEM_DB_READS_OFF_THREAD = True
 
 
+def experiment_bells_uncarried() -> None:
+    """What-if: doorbells without their change, as before round 6: every tab's bell is answered
+    by a read (one per process and cursor, shared by the tabs there)."""
+    from chat.runtime import events
+
+    events.describe_changes_with(None)
+
+
 def experiment_gc(freeze: bool, gen0: int) -> Callable[[], None]:
     """What-if: another garbage collector set-up than settings.TANDEM_GC_FREEZE (on) and
     TANDEM_GC_GEN0_THRESHOLD (20,000), which ``manage.py tandem`` applies once its loop is up;
@@ -180,4 +188,5 @@ EXPERIMENTS = {
     "gc-freeze-only": experiment_gc(True, 0),
     "gc-gen0-50k": experiment_gc(True, 50_000),
     "reads-in-reader-threads": experiment_reads_in_reader_threads,
+    "bells-uncarried": experiment_bells_uncarried,
 }

@@ -8,9 +8,11 @@ that it can count queries without any change to the app:
 * every database connection gets an execute wrapper (``connection.execute_wrapper`` semantics,
   installed on ``connection_created``) counting statements, writes (INSERT/UPDATE/DELETE) and
   statements by verb and table;
-* ``ConversationConsumer.conv_changed`` (a doorbell: the conversation changed, the tab asks the
-  database what changed) is wrapped to count doorbells and to mark, through a context variable
-  that asgiref carries into the database thread, the statements run on a doorbell's behalf;
+* ``ConversationConsumer.conv_changed`` (a doorbell: the conversation changed; the tab takes the
+  change the bell carries, or asks the database) is wrapped to count doorbells and to mark,
+  through a context variable that asgiref carries into the database thread, the statements run
+  on a doorbell's behalf; the doorbells taken without a read and the statements the writers run
+  to describe their changes for the bell are counted too;
 * every hop to a database thread (``database_sync_to_async``) is timed where it runs: thread
   CPU and wall time by function, so a run says which hops cost the database threads' CPU;
 * every garbage collection is timed, by generation.
@@ -46,6 +48,7 @@ _TABLE = re.compile(
     re.I | re.S,
 )
 _doorbell = contextvars.ContextVar("bench_doorbell", default=False)
+_describing = contextvars.ContextVar("bench_describing", default=False)
 
 
 def statement_kind(sql: str) -> str:
@@ -61,7 +64,17 @@ class Counts:
     def __init__(self) -> None:
         self.lock = threading.RLock()  # the SIGUSR1 handler may interrupt a holder (main thread)
         self.values = dict.fromkeys(
-            ("dumps", "queries", "writes", "doorbells", "doorbell_queries", "list_doorbells"), 0
+            (
+                "dumps",
+                "queries",
+                "writes",
+                "doorbells",
+                "doorbell_queries",
+                "carried",
+                "describe_queries",
+                "list_doorbells",
+            ),
+            0,
         )
         self.kinds: dict[str, int] = {}  # statement_kind -> count
         self.hops: dict[str, list[float]] = {}  # function -> [hops, thread CPU s, wall s]
@@ -114,7 +127,10 @@ def query_site() -> str:
     frame = sys._getframe(2)
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
-        if module.startswith("chat.") and module != "chat.services.conversations":
+        if module.startswith("chat.") and module not in (
+            "chat.services.conversations",
+            "chat.compiled",
+        ):
             return f"{module[5:]}.{frame.f_code.co_name}"
         frame = frame.f_back  # type: ignore[assignment]
     return "?"
@@ -132,6 +148,7 @@ def count_statement(
         queries=1,
         writes=1 if _WRITE.match(sql) else 0,
         doorbell_queries=1 if _doorbell.get() else 0,
+        describe_queries=1 if _describing.get() else 0,
     )
     return execute(sql, params, many, context)
 
@@ -169,6 +186,33 @@ def time_collections() -> None:
     gc.callbacks.append(on_collection)
 
 
+def count_carried_changes() -> None:
+    """The statements a writer runs to describe its change for the bell
+    (``describe_queries``), and the doorbells a tab took without reading (``carried``)."""
+    from chat.runtime import events
+    from chat.sockets.tab_state import TabState
+
+    describe = events._describe
+    if describe is not None:
+
+        def described(conversation_id: int) -> Any:
+            token = _describing.set(True)
+            try:
+                return describe(conversation_id)
+            finally:
+                _describing.reset(token)
+
+        events.describe_changes_with(described)
+    takes = TabState.takes
+
+    def counted(self: Any, start: Any, digest: Any) -> bool:
+        taken = takes(self, start, digest)
+        COUNTS.add(carried=1 if taken else 0)
+        return taken
+
+    TabState.takes = counted  # type: ignore[method-assign]
+
+
 def install_counters() -> None:
     from django.db.backends.signals import connection_created
 
@@ -192,6 +236,7 @@ def install_counters() -> None:
             _doorbell.reset(token)
 
     ConversationConsumer.conv_changed = conv_changed  # type: ignore[method-assign]
+    count_carried_changes()
     list_original = ConversationListConsumer.convlist_changed
 
     async def convlist_changed(self: Any, event: dict[str, Any]) -> None:

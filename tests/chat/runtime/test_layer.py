@@ -79,3 +79,14 @@ def test_a_copy_is_deep_where_a_value_is_not_flat() -> None:
     copy = layer.copy_message(nested)
     assert copy == nested
     assert copy["items"][0] is not nested["items"][0] and copy["more"] is not nested["more"]
+
+
+def test_tuples_of_immutable_values_are_shared_at_any_depth() -> None:
+    """A doorbell's change (chat.sockets.digest) is tuples of strings and ints: no receiver
+    can change it, so every member gets the same one."""
+    change = ("title", 3, (("<p>a</p>", 1), ()), ("x",))
+    message = {"type": "conv.changed", "start": (2, 4), "digest": change}
+    copy = layer.copy_message(message)
+    assert copy == message and copy["digest"] is change and copy is not message
+    mutable = {"type": "x", "digest": ("a", ["b"])}
+    assert layer.copy_message(mutable)["digest"][1] is not mutable["digest"][1]

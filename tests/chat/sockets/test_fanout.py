@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections import Counter, OrderedDict
 from typing import Any
 
 import pytest
@@ -14,8 +15,10 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.test import override_settings
 
 from chat.queries import thread
+from chat.runtime import events
 from chat.services import messages
-from chat.sockets import fanout
+from chat.sockets import digest, fanout
+from tests.chat.runtime.test_events import _subscribe
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -129,3 +132,80 @@ async def test_reads_off_the_shared_thread_run_in_the_readers_own_pool(
 
 def _thread_name() -> str:
     return threading.current_thread().name
+
+
+# --- the writer's side: what a doorbell carries ------------------------------------------------
+
+
+@pytest.fixture
+def fresh_fanout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fanout, "_following", Counter())
+    monkeypatch.setattr(fanout, "_told", OrderedDict())
+
+
+@pytest.mark.usefixtures("fresh_fanout")
+def test_a_bell_carries_its_change_once_a_tab_here_follows_and_a_cursor_is_known(
+    conversation: Any,
+) -> None:
+    """Every bell is described by the writer after its commit (chat.apps wires ``describe``)."""
+    bells = _subscribe(events.conversation_group(conversation.pk))
+    messages.post_user_message(conversation.pk, "before anyone looks")
+    assert "digest" not in bells()[-1]  # nobody follows here: nothing built
+    assert conversation.pk not in fanout._told
+    fanout.follow(conversation.pk)
+    messages.post_user_message(conversation.pk, "first")
+    assert "digest" not in bells()[-1]  # no cursor told yet: the tabs read this one
+    start = thread.cursor(conversation.pk)
+    assert start is not None and fanout._told[conversation.pk] == start
+    messages.post_user_message(conversation.pk, "now it travels")
+    bell = bells()[-1]
+    expected = digest.build(thread.changes_since(conversation.pk, *start))  # type: ignore[arg-type]
+    assert fanout.carried(bell) == (start, expected) and "now it travels" in expected.new
+    assert fanout._told[conversation.pk] == (expected.seq, expected.rev)
+    fanout.unfollow(conversation.pk)
+    messages.post_user_message(conversation.pk, "nobody again")
+    assert "digest" not in bells()[-1] and conversation.pk not in fanout._told
+
+
+@pytest.mark.usefixtures("fresh_fanout")
+def test_with_several_processes_every_bell_is_described_and_a_big_change_travels_plain(
+    conversation: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bells = _subscribe(events.conversation_group(conversation.pk))
+    with override_settings(TANDEM_DOORBELLS=True):  # tabs elsewhere may follow
+        messages.post_user_message(conversation.pk, "the cursor is told")
+        messages.post_user_message(conversation.pk, "x" * 50)
+        assert "digest" in bells()[-1]
+        monkeypatch.setattr(fanout, "CARRIED_MAX_CHARS", 10)
+        messages.post_user_message(conversation.pk, "y" * 50)
+        assert "digest" not in bells()[-1]  # the tabs read it...
+        told = fanout._told[conversation.pk]
+        assert told == thread.cursor(conversation.pk)  # ...and the next starts after it
+        gone = conversation.pk
+        conversation.delete()
+        assert fanout.describe(gone) is None
+        assert gone not in fanout._told
+
+
+def test_a_bell_rings_plain_when_describing_fails(
+    conversation: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    bells = _subscribe(events.conversation_group(conversation.pk))
+
+    def broken(conversation_id: int) -> None:
+        raise RuntimeError("no")
+
+    monkeypatch.setattr(events, "_describe", broken)
+    messages.post_user_message(conversation.pk, "still rings")
+    (bell,) = bells()
+    assert set(bell) == {"type", "at"} and "describing conversation" in caplog.text
+
+
+@pytest.mark.usefixtures("fresh_fanout")
+async def test_a_tabs_read_tells_the_cursor_when_no_bell_has(conversation: Any) -> None:
+    await database_sync_to_async(messages.post_user_message)(conversation.pk, "hello")
+    read = await fanout.changes_since(conversation.pk, 0, 0, resync=True)
+    assert read is not None and fanout._told[conversation.pk] == (read.seq, read.rev)
+    fanout._told[conversation.pk] = (0, 0)  # a bell's word wins over a later read
+    await fanout.changes_since(conversation.pk, 0, 0, resync=True)
+    assert fanout._told[conversation.pk] == (0, 0)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.utils.safestring import mark_safe
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +9,7 @@ from chat import markdown_stream
 from chat.markdown_stream import Progress, render
 from chat.rendering import markdown_to_html
 from chat.sockets import outbound
+from chat.sockets.digest import Card, Digest, View
 from chat.sockets.tab_state import TabState
 from tests.chat.sockets.stream_dom import StreamDom
 from tests.chat.test_markdown_stream import markdownish
@@ -117,40 +115,50 @@ def test_it_ignores_deltas_for_a_reply_that_is_not_streaming_in_this_tab() -> No
     assert tab.needs_refresh(7)
 
 
-class _Pair:
-    """Just what TabState and the card template read of a ToolPair."""
-
-    def __init__(self, pk: int, message_id: int, block_index: int) -> None:
-        self.pk, self.message_id, self.block_index = pk, message_id, block_index
+def _card(pk: int, message_id: int, block_index: int) -> Card:
+    return Card(pk, message_id, block_index, f"<card {pk} oob>", f"<card {pk}>")
 
 
-def _stub_cards(monkeypatch: Any) -> None:
-    """Render a tool card as ``<card pk>`` (the fake pairs here have no template fields)."""
-    real = outbound._render
-
-    def render(partial: str, **ctx: Any) -> str:
-        if partial == "tool_card":
-            return mark_safe(f"<card {ctx['pair'].pk}>")
-        return real(partial, **ctx)
-
-    monkeypatch.setattr(outbound, "_render", render)
-
-
-def test_it_appends_a_card_stored_mid_stream_once_then_replaces_it(monkeypatch: Any) -> None:
+def test_it_appends_a_card_stored_mid_stream_once_then_replaces_it() -> None:
     tab = TabState()
     _streaming(tab)
     assert tab.apply_tool_input(7, 1, "toolu_1", "calc", "{}") is not None
-    _stub_cards(monkeypatch)
-    pair = _Pair(40, 7, 1)
-    first = tab._card(pair)  # type: ignore[arg-type]
+    card = _card(40, 7, 1)
+    first = tab._card(card)
     assert first == (
         '<div hx-swap-oob="beforeend:#msg-7-tools"><card 40></div>'
         '<div id="live-7-1" hx-swap-oob="delete"></div>'
     )
-    assert tab._card(pair) == "<card 40>"  # type: ignore[arg-type]
+    assert tab._card(card) == "<card 40 oob>"
     assert tab.apply_tool_input(7, 1, "toolu_1", "calc", "{}") is None  # a late input frame
 
 
-def test_it_replaces_cards_of_replies_that_are_not_streaming(monkeypatch: Any) -> None:
-    _stub_cards(monkeypatch)
-    assert TabState()._card(_Pair(41, 9, 0)) == "<card 41>"  # type: ignore[arg-type]
+def test_it_replaces_cards_of_replies_that_are_not_streaming() -> None:
+    assert TabState()._card(_card(41, 9, 0)) == "<card 41 oob>"
+
+
+def _digest(*views: View, seq: int = 3, rev: int = 5) -> Digest:
+    return Digest("T", rev, seq, "<new>", (), views, ())
+
+
+def test_a_carried_change_answers_only_a_synced_tab_at_its_start() -> None:
+    tab = TabState(seq=2, rev=4)
+    change = _digest(View(8, True, 0, 0, 0, ()))
+    assert not tab.takes((2, 4), change)  # the page has not reported its cursor yet
+    tab.synced = True
+    assert not tab.takes((2, 3), change) and not tab.takes((1, 4), change)
+    assert tab.takes([2, 4], change)  # (as a list, from Redis)
+    parts = tab.apply_changes(change)
+    assert parts[0] == "<new>" and (tab.seq, tab.rev) == (3, 5)
+    assert tab.streams == {(8, "text"): 0, (8, "thinking"): 0} and tab.blocks == {8: 0}
+
+
+def test_a_carried_change_never_takes_a_reply_back_to_less_text_than_the_tab_shows() -> None:
+    """A digest is built before the frames published while it travelled: a tab whose frames
+    went further reads instead."""
+    tab = TabState(seq=2, rev=4, synced=True)
+    _streaming(tab, message_id=7, text=20, thinking=5)
+    assert not tab.takes((2, 4), _digest(View(7, True, 12, 1, 5, ())))
+    assert not tab.takes((2, 4), _digest(View(7, True, 20, 1, 4, ())))
+    assert tab.takes((2, 4), _digest(View(7, True, 20, 2, 5, ())))
+    assert tab.takes((2, 4), _digest(View(7, False, 0, 0, 0, ())))  # finished: all of it

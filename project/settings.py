@@ -104,6 +104,11 @@ TANDEM_DB_READS_OFF_THREAD: bool | None = (
     if _reads_off_thread in ("", "auto")
     else env.bool("TANDEM_DB_READS_OFF_THREAD")  # the usual spellings of true and false
 )
+# Whether a conversation's doorbell carries its change, described by the writer after its
+# commit, so that the tabs at the bell's start cursor read nothing (chat/sockets/fanout.py).
+# Off: measured in one process, it cost the shared database thread as much as the reads it
+# saved, and sat on the send's critical path (README "Live path performance").
+TANDEM_CARRY_CHANGES = env.bool("TANDEM_CARRY_CHANGES", default=False)
 # How many reader threads serve them (and the sockets' session checks) per process.
 TANDEM_DB_READER_THREADS = env.int("TANDEM_DB_READER_THREADS", default=2)
 # The GIL's switch interval in a server process (Python's default is 5 ms). The database

@@ -280,7 +280,7 @@ class ConversationConsumer(GroupSocket):
 
     async def conv_changed(self, event: dict[str, Any]) -> None:
         """A doorbell: the change it carries if it answers this tab, else a read."""
-        carried = fanout.carried(event)
+        carried = fanout.carried(self.conversation_id, event)
         if carried is not None and self.tab.takes(*carried):
             await self.send(text_data="".join(self.tab.apply_changes(carried[1])))
             return

@@ -1,7 +1,9 @@
-"""What a doorbell tells the tabs: the change itself where the writer could say, else one read per
+"""What a doorbell tells the tabs: the change itself where the writer says it, else one read per
 process and cursor, however many tabs wait.
 
-**Carried** (``describe``, the writer's side). After the commit that rang, in the database hop
+**Carried** (``describe``, the writer's side; ``TANDEM_CARRY_CHANGES``, off by default: in one
+process it measured no cheaper than the shared read, README "Live path performance"). After
+the commit that rang, in the database hop
 the writer makes anyway, the writer reads the changes since the cursor the conversation's last
 bell brought the tabs to and renders them once (``chat.sockets.digest``); the bell carries that
 digest and its start cursor. A tab at that cursor takes it without a read
@@ -93,9 +95,7 @@ def _load(conversation_id: int, seq: int, rev: int, resync: bool) -> Digest | No
     if changes is None:
         return None
     found = digest.build(changes)
-    with _told_lock:  # what the tabs here were told, if no bell said yet (the first tab's sync)
-        if conversation_id not in _told:
-            _tell(conversation_id, (found.seq, found.rev))
+    _tell(conversation_id, (found.seq, found.rev))  # the tabs that read are here now
     return found
 
 
@@ -164,9 +164,12 @@ def describe(conversation_id: int) -> dict[str, Any] | None:
     tab at ``start`` would have read at that moment, whatever else committed meanwhile, so a
     wrong guess of ``start`` costs a read, never a wrong page.
 
-    Built only where a tab may hear it: with several processes (a Redis layer, whose tabs this
-    process cannot see) always; with one, when a tab here follows the conversation.
+    Only with ``TANDEM_CARRY_CHANGES`` on, and only where a tab may hear it: with several
+    processes (a Redis layer, whose tabs this process cannot see) always; with one, when a
+    tab here follows the conversation.
     """
+    if not settings.TANDEM_CARRY_CHANGES:
+        return None
     if not (settings.TANDEM_DOORBELLS or _following.get(conversation_id)):
         with _told_lock:
             _told.pop(conversation_id, None)
@@ -175,33 +178,41 @@ def describe(conversation_id: int) -> dict[str, Any] | None:
     if start is None:  # no bell here yet: the tabs read this one, and the next is carried
         cursor = thread.cursor(conversation_id)
         if cursor is not None:
-            with _told_lock:
-                _tell(conversation_id, cursor)
+            _tell(conversation_id, cursor)
         return None
     changes = thread.changes_since(conversation_id, *start)
-    found = digest.build(changes) if changes is not None else None
-    with _told_lock:
-        if found is None:
+    if changes is None:
+        with _told_lock:
             _told.pop(conversation_id, None)
-            return None
-        _tell(conversation_id, (found.seq, found.rev))
+        return None
+    found = digest.build(changes)
+    _tell(conversation_id, (found.seq, found.rev))
     if digest.size(found) > CARRIED_MAX_CHARS:
         return None
     return {"start": start, "digest": found}
 
 
 def _tell(conversation_id: int, cursor: tuple[int, int]) -> None:
-    """(Holding ``_told_lock``: the writers' and readers' threads share ``_told``.)"""
-    _told[conversation_id] = cursor
-    _told.move_to_end(conversation_id)
-    while len(_told) > TOLD_MAX:
-        _told.popitem(last=False)
+    """Where the tabs here stand, as far as this process has seen: a digest it built or took,
+    or a read. Only ever forward (a cursor's seq and rev only grow), from any thread."""
+    with _told_lock:
+        known = _told.get(conversation_id)
+        if known is not None and (known[1], known[0]) >= (cursor[1], cursor[0]):
+            return
+        _told[conversation_id] = cursor
+        _told.move_to_end(conversation_id)
+        while len(_told) > TOLD_MAX:
+            _told.popitem(last=False)
 
 
-def carried(bell: dict[str, Any]) -> tuple[tuple[int, int], Digest] | None:
-    """The start cursor and digest a doorbell carries, if it carries one."""
+def carried(conversation_id: int, bell: dict[str, Any]) -> tuple[tuple[int, int], Digest] | None:
+    """The start cursor and digest a conversation's doorbell carries, if it carries one.
+    Another process may have built it: the tabs here that take it stand at its end, where
+    this process's next digest starts (``_tell``)."""
     wire = bell.get("digest")
     if wire is None:
         return None
     seq, rev = bell["start"]
-    return (seq, rev), digest.from_wire(wire)
+    found = digest.from_wire(wire)
+    _tell(conversation_id, (found.seq, found.rev))
+    return (seq, rev), found

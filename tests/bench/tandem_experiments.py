@@ -140,12 +140,13 @@ def experiment_reads_in_reader_threads() -> None:
     settings.TANDEM_DB_READS_OFF_THREAD = True
 
 
-def experiment_bells_uncarried() -> None:
-    """What-if: doorbells without their change, as before round 6: every tab's bell is answered
-    by a read (one per process and cursor, shared by the tabs there)."""
-    from chat.runtime import events
+def experiment_bells_carried() -> None:
+    """What-if: doorbells that carry their change (``TANDEM_CARRY_CHANGES`` on): the writer
+    describes it after its commit, in its own hop, and the tabs at the bell's start read
+    nothing, instead of one read per process and cursor."""
+    from django.conf import settings
 
-    events.describe_changes_with(None)
+    settings.TANDEM_CARRY_CHANGES = True
 
 
 def experiment_gc(freeze: bool, gen0: int) -> Callable[[], None]:
@@ -188,5 +189,5 @@ EXPERIMENTS = {
     "gc-freeze-only": experiment_gc(True, 0),
     "gc-gen0-50k": experiment_gc(True, 50_000),
     "reads-in-reader-threads": experiment_reads_in_reader_threads,
-    "bells-uncarried": experiment_bells_uncarried,
+    "bells-carried": experiment_bells_carried,
 }

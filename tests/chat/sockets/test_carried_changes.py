@@ -1,5 +1,5 @@
-"""Doorbells that carry their change: tabs that follow along read nothing, and end as a read would
-leave them (chat.sockets.fanout.describe, TabState.takes)."""
+"""Doorbells that carry their change (``TANDEM_CARRY_CHANGES``): tabs that follow along read
+nothing, and end as a read would leave them (chat.sockets.fanout.describe, TabState.takes)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,11 @@ from tests.conftest import frames_until
 pytestmark = pytest.mark.django_db(transaction=True)
 
 DONE = "call finished: 42"
+
+
+@pytest.fixture(autouse=True)
+def carrying(settings: Any) -> None:
+    settings.TANDEM_CARRY_CHANGES = True
 
 
 @pytest.fixture

@@ -138,9 +138,23 @@ def _thread_name() -> str:
 
 
 @pytest.fixture
-def fresh_fanout(monkeypatch: pytest.MonkeyPatch) -> None:
+def fresh_fanout(monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
+    """Bells that carry their change (``TANDEM_CARRY_CHANGES``), from a clean slate."""
+    settings.TANDEM_CARRY_CHANGES = True
     monkeypatch.setattr(fanout, "_following", Counter())
     monkeypatch.setattr(fanout, "_told", OrderedDict())
+
+
+def test_bells_carry_nothing_unless_chosen(conversation: Any) -> None:
+    assert settings.TANDEM_CARRY_CHANGES is False  # the default: the tabs read
+    bells = _subscribe(events.conversation_group(conversation.pk))
+    fanout.follow(conversation.pk)
+    try:
+        for text in ("one", "two"):
+            messages.post_user_message(conversation.pk, text)
+            assert set(bells()[-1]) == {"type", "at"}
+    finally:
+        fanout.unfollow(conversation.pk)
 
 
 @pytest.mark.usefixtures("fresh_fanout")
@@ -160,7 +174,8 @@ def test_a_bell_carries_its_change_once_a_tab_here_follows_and_a_cursor_is_known
     messages.post_user_message(conversation.pk, "now it travels")
     bell = bells()[-1]
     expected = digest.build(thread.changes_since(conversation.pk, *start))  # type: ignore[arg-type]
-    assert fanout.carried(bell) == (start, expected) and "now it travels" in expected.new
+    assert fanout.carried(conversation.pk, bell) == (start, expected)
+    assert "now it travels" in expected.new
     assert fanout._told[conversation.pk] == (expected.seq, expected.rev)
     fanout.unfollow(conversation.pk)
     messages.post_user_message(conversation.pk, "nobody again")
@@ -202,10 +217,22 @@ def test_a_bell_rings_plain_when_describing_fails(
 
 
 @pytest.mark.usefixtures("fresh_fanout")
-async def test_a_tabs_read_tells_the_cursor_when_no_bell_has(conversation: Any) -> None:
+async def test_a_tabs_read_tells_where_the_tabs_stand_only_ever_forward(conversation: Any) -> None:
     await database_sync_to_async(messages.post_user_message)(conversation.pk, "hello")
     read = await fanout.changes_since(conversation.pk, 0, 0, resync=True)
     assert read is not None and fanout._told[conversation.pk] == (read.seq, read.rev)
-    fanout._told[conversation.pk] = (0, 0)  # a bell's word wins over a later read
+    ahead = (read.seq + 1, read.rev + 1)
+    fanout._told[conversation.pk] = ahead  # only ever forward: an older read leaves it
     await fanout.changes_since(conversation.pk, 0, 0, resync=True)
-    assert fanout._told[conversation.pk] == (0, 0)
+    assert fanout._told[conversation.pk] == ahead
+
+
+@pytest.mark.usefixtures("fresh_fanout")
+def test_a_bell_built_by_another_process_moves_where_the_next_digest_starts() -> None:
+    fanout._told[12] = (1, 1)
+    newer = digest.Digest("T", 7, 4, "", (), (), ())
+    assert fanout.carried(12, {"type": "conv.changed", "start": [1, 1], "digest": newer})
+    assert fanout._told[12] == (4, 7)
+    older = digest.Digest("T", 5, 3, "", (), (), ())
+    fanout.carried(12, {"type": "conv.changed", "start": [1, 1], "digest": older})
+    assert fanout._told[12] == (4, 7)

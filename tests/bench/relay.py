@@ -234,9 +234,13 @@ class Bench:
         rows: list[list[str]] = []
         figures: list[Figures] = []
         for n in self.args.n:
-            for _ in range(self.args.repeat):
+            for repeat in range(self.args.repeat):
                 bare = await self.round(None, n)
-                rounds = [bare] + [await self.round(t, n) for t in self.tandems]
+                # The Tandem servers take turns going first: on this machine the second of
+                # two rounds measured differently from the first, by as much as a change does.
+                order = self.tandems if repeat % 2 == 0 else self.tandems[::-1]
+                measured = {t.name: await self.round(t, n) for t in order}
+                rounds = [bare] + [measured[t.name] for t in self.tandems]
                 self.rounds += rounds
                 rows += [bare.cells(None)] + [r.cells(bare) for r in rounds[1:]]
                 figures += [bare.figures(None)] + [r.figures(bare) for r in rounds[1:]]

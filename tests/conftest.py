@@ -7,7 +7,9 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async as db
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.test import Client
@@ -153,3 +155,21 @@ def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     monkeypatch.setattr(pairing, "enqueue_run", calls.append)
     return calls
+
+
+def subscribe(*groups: str) -> Callable[[], list[dict[str, Any]]]:
+    """From sync code: join ``groups`` on a new channel; the returned call drains what came."""
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    for group in groups:
+        async_to_sync(layer.group_add)(group, channel)
+
+    async def drain() -> list[dict[str, Any]]:
+        out = []
+        while True:
+            try:
+                out.append(await asyncio.wait_for(layer.receive(channel), 0.05))
+            except TimeoutError:
+                return out
+
+    return async_to_sync(drain)

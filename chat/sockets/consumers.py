@@ -152,6 +152,7 @@ class GroupSocket(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 class ConversationConsumer(GroupSocket):
     conversation_id: int
     tab: TabState
+    following = False  # counted among the conversation's tabs here (fanout.follow)
 
     async def connect(self) -> None:
         user = await self.signed_in_user()
@@ -166,8 +167,6 @@ class ConversationConsumer(GroupSocket):
         if self.counted_user is not None:
             self.following = True
             fanout.follow(self.conversation_id)
-
-    following = False
 
     async def disconnect(self, code: int) -> None:
         if self.following:

@@ -28,7 +28,7 @@ class View(NamedTuple):
     text_chars: int  # of a streaming reply: its text sent so far...
     text_blocks: int  # ...as this many finished Markdown blocks
     thinking_chars: int
-    pairs: Sequence[int]  # tool pair ids whose cards a streaming reply shows
+    pairs: tuple[int, ...]  # tool pair ids whose cards a streaming reply shows
 
 
 class Card(NamedTuple):
@@ -42,13 +42,15 @@ class Card(NamedTuple):
 
 
 class Digest(NamedTuple):
+    """Tuples all the way down: no receiver can change it, so a process shares one."""
+
     title: str
     rev: int
     seq: int
     new: str  # the new messages, appended to the thread
-    replaced: Sequence[tuple[int, str]]  # (message id, its replacement)
-    views: Sequence[View]  # the new messages, then the changed ones
-    cards: Sequence[Card]  # in pair id order
+    replaced: tuple[tuple[int, str], ...]  # (message id, its replacement)
+    views: tuple[View, ...]  # the new messages, then the changed ones
+    cards: tuple[Card, ...]  # in pair id order
 
 
 def build(changes: Changes) -> Digest:

@@ -3,15 +3,16 @@ process and cursor, however many tabs wait.
 
 **Carried** (``describe``, the writer's side; ``TANDEM_CARRY_CHANGES``, off by default: in one
 process it measured no cheaper than the shared read, README "Live path performance"). After
-the commit that rang, in the database hop
-the writer makes anyway, the writer reads the changes since the cursor the conversation's last
-bell brought the tabs to and renders them once (``chat.sockets.digest``); the bell carries that
-digest and its start cursor. A tab at that cursor takes it without a read
-(``TabState.takes``), so the tabs that follow along never read. A digest is exactly what a tab
-at its start would have read at that moment, whatever else committed meanwhile: a tab anywhere
-else (it missed a bell, or read ahead) reads instead, and a wrong guess costs a read, never a
-wrong page. A process builds digests only where a tab may hear them: with several processes
-(Redis: the tabs are elsewhere) always, with one only for conversations a tab here follows.
+the commit that rang, in the database hop it makes anyway, the writer reads the changes since
+the cursor the conversation's last bell brought the tabs to and renders them once
+(``chat.sockets.digest``); the bell carries that digest and its start cursor. A tab at that
+cursor takes it without a read (``TabState.takes``), so the tabs that follow along never read.
+A digest is exactly what a tab at its start would have read at that moment, whatever else
+committed meanwhile: a tab anywhere else (it missed a bell, read ahead, or its reply's live
+frames went further than the digest's text) reads instead, and a wrong guess costs a read,
+never a wrong page. A process builds digests only where a tab may hear them: with several
+processes (Redis: the tabs are elsewhere) always, with one only for conversations a tab here
+follows.
 
 **Read** (``changes_since``, a tab's side): a sync, a resync, a late delta, a bell that carries
 nothing or does not fit. The tabs at one cursor share one read while it is in flight (never
@@ -33,6 +34,7 @@ than asyncio's default pool of six.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -47,6 +49,8 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from chat.queries import thread
 from chat.sockets import digest
 from chat.sockets.digest import Digest
+
+logger = logging.getLogger(__name__)
 
 Key = tuple[int, int, int, bool]
 # key -> (the read, wall-clock time it began)
@@ -95,7 +99,8 @@ def _load(conversation_id: int, seq: int, rev: int, resync: bool) -> Digest | No
     if changes is None:
         return None
     found = digest.build(changes)
-    _tell(conversation_id, (found.seq, found.rev))  # the tabs that read are here now
+    if settings.TANDEM_CARRY_CHANGES and not resync:  # (a resync starts at the page's word)
+        _tell(conversation_id, (found.seq, found.rev))  # the tabs that read are here now
     return found
 
 
@@ -174,7 +179,8 @@ def describe(conversation_id: int) -> dict[str, Any] | None:
         with _told_lock:
             _told.pop(conversation_id, None)
         return None
-    start = _told.get(conversation_id)
+    with _told_lock:
+        start = _told.get(conversation_id)
     if start is None:  # no bell here yet: the tabs read this one, and the next is carried
         cursor = thread.cursor(conversation_id)
         if cursor is not None:
@@ -206,13 +212,18 @@ def _tell(conversation_id: int, cursor: tuple[int, int]) -> None:
 
 
 def carried(conversation_id: int, bell: dict[str, Any]) -> tuple[tuple[int, int], Digest] | None:
-    """The start cursor and digest a conversation's doorbell carries, if it carries one.
-    Another process may have built it: the tabs here that take it stand at its end, where
-    this process's next digest starts (``_tell``)."""
+    """The start cursor and digest a conversation's doorbell carries, if it carries one it can
+    read (else the tab reads, as for a plain bell). Another process may have built it: its
+    end is where the tabs here stand once they take it, and where this process's next digest
+    starts (``_tell``)."""
     wire = bell.get("digest")
     if wire is None:
         return None
-    seq, rev = bell["start"]
-    found = digest.from_wire(wire)
+    try:
+        seq, rev = bell["start"]
+        found = wire if isinstance(wire, Digest) else digest.from_wire(wire)
+    except (TypeError, ValueError):  # from a process of another version, say
+        logger.warning("a doorbell's change could not be read; the tab reads", exc_info=True)
+        return None
     _tell(conversation_id, (found.seq, found.rev))
-    return (seq, rev), found
+    return (int(seq), int(rev)), found

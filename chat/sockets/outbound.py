@@ -47,12 +47,13 @@ STREAM_TARGETS = {"thinking": "msg-{}-thinking-text"}  # text streams as Markdow
 STREAM_PARTIALS = {"text": "stream_text", "thinking": "thinking_text"}
 
 
-def append_card(card_html: str, message_id: int, index: int, *, remove_live: bool) -> str:
-    """A tool call stored mid-stream: its card (``card``, rendered once for every tab) joins
-    the reply, the live input card goes."""
+def append_card(rendered_card: str, message_id: int, index: int, *, remove_live: bool) -> str:
+    """A tool call stored mid-stream: its card joins the reply, the live input card goes.
+    ``rendered_card`` must be what ``card`` returned (rendered once for every tab, escaped by
+    its template): it is inserted as it is."""
     return _render(
         "new_card",
-        card=mark_safe(card_html),  # noqa: S308 -- ``card``'s output, escaped by its template
+        card=mark_safe(rendered_card),  # noqa: S308 -- ``card``'s output, escaped by its template
         message_id=message_id,
         index=index,
         remove_live=remove_live,

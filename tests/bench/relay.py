@@ -135,6 +135,8 @@ class Round:
         per_reply = (lambda key: f"{c[key] / replies:.1f}") if c else (lambda key: "-")
         bells = c.get("doorbells")
         per_bell = f"{c['doorbell_queries'] / bells:.2f}" if bells else "-"
+        if bells and c.get("describe_queries"):  # read by the writers, for the bells to carry
+            per_bell += f" +{c['describe_queries'] / bells:.2f} writer"
         carried = f"{c.get('carried', 0) / bells:.0%}" if bells else "-"
         sidebar = sum(s.sidebar_frames for s in self.sessions)
         problems = self.problems()

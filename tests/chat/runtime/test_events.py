@@ -2,33 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
-from typing import Any
 
 import pytest
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.db import transaction
 
 from chat.runtime import events
-
-
-def _subscribe(*groups: str) -> Any:
-    layer = get_channel_layer()
-    channel = async_to_sync(layer.new_channel)()
-    for group in groups:
-        async_to_sync(layer.group_add)(group, channel)
-
-    async def drain() -> list[dict[str, Any]]:
-        out = []
-        while True:
-            try:
-                out.append(await asyncio.wait_for(layer.receive(channel), 0.05))
-            except TimeoutError:
-                return out
-
-    return async_to_sync(drain)
+from tests.conftest import subscribe
 
 
 def test_it_names_a_group_per_conversation_and_per_user() -> None:
@@ -38,7 +18,7 @@ def test_it_names_a_group_per_conversation_and_per_user() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_it_rings_the_conversation_and_its_owner_after_commit() -> None:
-    received = _subscribe(events.conversation_group(12), events.user_group(3))
+    received = subscribe(events.conversation_group(12), events.user_group(3))
     with transaction.atomic():
         events.ring(12, 3)
         assert received() == []  # nothing before the commit
@@ -53,7 +33,7 @@ def test_it_rings_the_conversation_and_its_owner_after_commit() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_it_never_rings_for_a_change_rolled_back() -> None:
-    received = _subscribe(events.conversation_group(12))
+    received = subscribe(events.conversation_group(12))
     with pytest.raises(RuntimeError), transaction.atomic():
         events.ring(12)
         raise RuntimeError("rolled back")
@@ -64,7 +44,7 @@ def test_it_never_rings_for_a_change_rolled_back() -> None:
 def test_one_bell_rings_each_conversation_once_after_every_commit_inside() -> None:
     """One database hop of several commits (a message stored, then its reply begun) rings
     once, at the end, so the tabs read once; the owner's list hears of it if any ring said so."""
-    received = _subscribe(events.conversation_group(12), events.user_group(3))
+    received = subscribe(events.conversation_group(12), events.user_group(3))
     with events.one_bell():
         with transaction.atomic():
             events.ring(12)
@@ -79,7 +59,7 @@ def test_one_bell_rings_each_conversation_once_after_every_commit_inside() -> No
 
 @pytest.mark.django_db(transaction=True)
 def test_one_bell_still_rings_what_committed_before_an_error() -> None:
-    received = _subscribe(events.conversation_group(12))
+    received = subscribe(events.conversation_group(12))
     with pytest.raises(RuntimeError), events.one_bell():
         with transaction.atomic():
             events.ring(12)

@@ -64,7 +64,7 @@ async def test_tabs_that_follow_along_take_each_change_from_its_doorbell(
     connect: Any, owner: Any, conversation: Any, reads: list[bool], taken: list[bool]
 ) -> None:
     """A tool call (its card stored mid-reply, run, flushed, answered) and a second message:
-    after the tabs' syncs, every change reaches both tabs in its doorbell."""
+    after the first bell, every change reaches both tabs in its doorbell."""
     tabs = [await connect(owner, conversation.pk) for _ in range(2)]
     for tab in tabs:  # each page's sync answered: both at the same cursor
         await frames_until(tab, lambda f: "sync-cursor" in f)
@@ -81,8 +81,12 @@ async def test_tabs_that_follow_along_take_each_change_from_its_doorbell(
         )
     await engine.idle()
 
-    assert reads == [True, True]  # each tab's sync, and nothing after
-    assert len(taken) >= 2 * 6 and all(taken)  # every bell, for both tabs
+    # Each tab's sync; then the first bell, which found no cursor told yet (a page's sync
+    # starts where the page says), read once for both tabs or once each; nothing after.
+    assert reads[:2] == [True, True] and reads[2:] in ([False], [False, False])
+    # Every later bell, for both tabs. (A digest carrying a reply whose live frames went
+    # further would be read instead; here each reply's text is complete before its next bell.)
+    assert len(taken) >= 2 * 5 and all(taken)
     cursor = await db(thread.cursor)(conversation.pk)
     for frames in shown:
         assert _cursor(frames) == cursor

@@ -18,7 +18,7 @@ from chat.queries import thread
 from chat.runtime import events
 from chat.services import messages
 from chat.sockets import digest, fanout
-from tests.chat.runtime.test_events import _subscribe
+from tests.conftest import subscribe
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -147,7 +147,7 @@ def fresh_fanout(monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
 
 def test_bells_carry_nothing_unless_chosen(conversation: Any) -> None:
     assert settings.TANDEM_CARRY_CHANGES is False  # the default: the tabs read
-    bells = _subscribe(events.conversation_group(conversation.pk))
+    bells = subscribe(events.conversation_group(conversation.pk))
     fanout.follow(conversation.pk)
     try:
         for text in ("one", "two"):
@@ -162,7 +162,7 @@ def test_a_bell_carries_its_change_once_a_tab_here_follows_and_a_cursor_is_known
     conversation: Any,
 ) -> None:
     """Every bell is described by the writer after its commit (chat.apps wires ``describe``)."""
-    bells = _subscribe(events.conversation_group(conversation.pk))
+    bells = subscribe(events.conversation_group(conversation.pk))
     messages.post_user_message(conversation.pk, "before anyone looks")
     assert "digest" not in bells()[-1]  # nobody follows here: nothing built
     assert conversation.pk not in fanout._told
@@ -186,7 +186,7 @@ def test_a_bell_carries_its_change_once_a_tab_here_follows_and_a_cursor_is_known
 def test_with_several_processes_every_bell_is_described_and_a_big_change_travels_plain(
     conversation: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bells = _subscribe(events.conversation_group(conversation.pk))
+    bells = subscribe(events.conversation_group(conversation.pk))
     with override_settings(TANDEM_DOORBELLS=True):  # tabs elsewhere may follow
         messages.post_user_message(conversation.pk, "the cursor is told")
         messages.post_user_message(conversation.pk, "x" * 50)
@@ -205,7 +205,7 @@ def test_with_several_processes_every_bell_is_described_and_a_big_change_travels
 def test_a_bell_rings_plain_when_describing_fails(
     conversation: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    bells = _subscribe(events.conversation_group(conversation.pk))
+    bells = subscribe(events.conversation_group(conversation.pk))
 
     def broken(conversation_id: int) -> None:
         raise RuntimeError("no")
@@ -219,11 +219,14 @@ def test_a_bell_rings_plain_when_describing_fails(
 @pytest.mark.usefixtures("fresh_fanout")
 async def test_a_tabs_read_tells_where_the_tabs_stand_only_ever_forward(conversation: Any) -> None:
     await database_sync_to_async(messages.post_user_message)(conversation.pk, "hello")
-    read = await fanout.changes_since(conversation.pk, 0, 0, resync=True)
+    fanout._told.pop(conversation.pk, None)
+    await fanout.changes_since(conversation.pk, 0, 0, resync=True)
+    assert conversation.pk not in fanout._told  # a page's sync starts at the page's own word
+    read = await fanout.changes_since(conversation.pk, 0, 0)
     assert read is not None and fanout._told[conversation.pk] == (read.seq, read.rev)
     ahead = (read.seq + 1, read.rev + 1)
     fanout._told[conversation.pk] = ahead  # only ever forward: an older read leaves it
-    await fanout.changes_since(conversation.pk, 0, 0, resync=True)
+    await fanout.changes_since(conversation.pk, 0, 0)
     assert fanout._told[conversation.pk] == ahead
 
 
@@ -236,3 +239,15 @@ def test_a_bell_built_by_another_process_moves_where_the_next_digest_starts() ->
     older = digest.Digest("T", 5, 3, "", (), (), ())
     fanout.carried(12, {"type": "conv.changed", "start": [1, 1], "digest": older})
     assert fanout._told[12] == (4, 7)
+
+
+@pytest.mark.usefixtures("fresh_fanout")
+def test_a_change_that_cannot_be_read_leaves_the_tab_to_read(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert fanout.carried(12, {"type": "conv.changed", "start": [1, 1], "digest": [1, 2]}) is None
+    assert "could not be read" in caplog.text and 12 not in fanout._told
+    shared = digest.Digest("T", 2, 2, "", (), (), ())
+    bell = {"type": "conv.changed", "start": (1, 1), "digest": shared}
+    carried = fanout.carried(12, bell)
+    assert carried is not None and carried[1] is shared  # as it came, through one process

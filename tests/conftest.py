@@ -157,19 +157,28 @@ def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
-def subscribe(*groups: str) -> Callable[[], list[dict[str, Any]]]:
-    """From sync code: join ``groups`` on a new channel; the returned call drains what came."""
-    layer = get_channel_layer()
-    channel = async_to_sync(layer.new_channel)()
-    for group in groups:
-        async_to_sync(layer.group_add)(group, channel)
+async def drain(layer: Any, channel: str) -> list[dict[str, Any]]:
+    """What waits on a channel of the layer, until 50 ms pass with nothing more."""
+    out = []
+    while True:
+        try:
+            out.append(await asyncio.wait_for(layer.receive(channel), 0.05))
+        except TimeoutError:
+            return out
 
-    async def drain() -> list[dict[str, Any]]:
-        out = []
-        while True:
-            try:
-                out.append(await asyncio.wait_for(layer.receive(channel), 0.05))
-            except TimeoutError:
-                return out
 
-    return async_to_sync(drain)
+class Subscription:
+    """From sync code: a new channel in ``groups``; calling it drains what came."""
+
+    def __init__(self, *groups: str) -> None:
+        self.layer, self.groups = get_channel_layer(), groups
+        self.channel = async_to_sync(self.layer.new_channel)()
+        for group in groups:
+            async_to_sync(self.layer.group_add)(group, self.channel)
+
+    def __call__(self) -> list[dict[str, Any]]:
+        return async_to_sync(drain)(self.layer, self.channel)
+
+    def leave(self) -> None:
+        for group in self.groups:
+            async_to_sync(self.layer.group_discard)(group, self.channel)

@@ -152,7 +152,6 @@ class GroupSocket(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 class ConversationConsumer(GroupSocket):
     conversation_id: int
     tab: TabState
-    following = False  # counted among the conversation's tabs here (fanout.follow)
 
     async def connect(self) -> None:
         user = await self.signed_in_user()
@@ -164,15 +163,6 @@ class ConversationConsumer(GroupSocket):
             return
         self.tab = TabState()
         await self.join(events.conversation_group(self.conversation_id))
-        if self.counted_user is not None:
-            self.following = True
-            fanout.follow(self.conversation_id)
-
-    async def disconnect(self, code: int) -> None:
-        if self.following:
-            self.following = False
-            fanout.unfollow(self.conversation_id)
-        await super().disconnect(code)
 
     # --- from the browser ----------------------------------------------------------------
 

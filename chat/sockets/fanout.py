@@ -37,16 +37,18 @@ import asyncio
 import logging
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from chat.queries import thread
+from chat.runtime import events
 from chat.sockets import digest
 from chat.sockets.digest import Digest
 
@@ -140,8 +142,6 @@ def _forget(key: Key, task: asyncio.Task[Digest | None]) -> None:
 
 # --- the writer's side: a doorbell that carries its change -----------------------------------
 
-# conversation id -> this process's open tabs of it (the event loop's thread counts them)
-_following: Counter[int] = Counter()
 # conversation id -> the cursor the last digest of it brought the tabs to, most recent last
 _told: OrderedDict[int, tuple[int, int]] = OrderedDict()
 _told_lock = threading.Lock()
@@ -149,14 +149,12 @@ TOLD_MAX = 10_000
 CARRIED_MAX_CHARS = 256_000  # a bigger change travels as a plain doorbell: each process reads it
 
 
-def follow(conversation_id: int) -> None:
-    _following[conversation_id] += 1
-
-
-def unfollow(conversation_id: int) -> None:
-    _following[conversation_id] -= 1
-    if _following[conversation_id] <= 0:
-        del _following[conversation_id]
+def followed_here(conversation_id: int) -> bool:
+    """Whether a socket of this process follows the conversation: its group has members in
+    the process's own channel layer (chat.runtime.layer; a Redis layer's groups are not all
+    here, and ``describe`` does not ask it)."""
+    groups = getattr(get_channel_layer(), "groups", None)
+    return bool(groups and groups.get(events.conversation_group(conversation_id)))
 
 
 def describe(conversation_id: int) -> dict[str, Any] | None:
@@ -175,7 +173,7 @@ def describe(conversation_id: int) -> dict[str, Any] | None:
     """
     if not settings.TANDEM_CARRY_CHANGES:
         return None
-    if not (settings.TANDEM_DOORBELLS or _following.get(conversation_id)):
+    if not (settings.TANDEM_DOORBELLS or followed_here(conversation_id)):
         with _told_lock:
             _told.pop(conversation_id, None)
         return None

@@ -56,23 +56,29 @@ async def two_tabs(cluster: Cluster) -> tuple[Tab, Tab, int]:
     return one, two, conversation_id
 
 
+async def follow_a_demo_tool_call(cluster: Cluster, one: Tab, two: Tab, conversation: int) -> None:
+    """A demo tool call sent from one tab: its reply, the worker's progress and the
+    continuation reach both tabs, and the call ran once, on a worker."""
+    await one.send({"type": "send", "text": "run the demo tool for 2 seconds"})
+    for tab in (one, two):
+        await tab.wait_for("start the demo tool")  # the reply streams to both
+        await tab.wait_for("1 of 2 s")  # progress from the worker reaches both
+    pairs = cluster.sql(PAIR, conversation)
+    assert len(pairs) == 1
+    assert cluster.child_of(pairs[0][2]).startswith("worker")  # ran on a worker
+    words = newest_reply_words(cluster, conversation, results_seq(cluster, conversation))
+    for tab in (one, two):
+        await tab.wait_for(words[-1])  # the continuation reached both
+    assert cluster.sql(PAIR, conversation)[0][1] == "succeeded"
+    assert len(tool_results(cluster, conversation)) == 1
+
+
 async def test_two_tabs_on_two_processes_follow_stream_progress_and_continuation(
     cluster: Cluster,
 ) -> None:
     one, two, conversation_id = await two_tabs(cluster)
     try:
-        await one.send({"type": "send", "text": "run the demo tool for 2 seconds"})
-        for tab in (one, two):
-            await tab.wait_for("start the demo tool")  # the reply streams to both
-            await tab.wait_for("1 of 2 s")  # progress from the worker reaches both
-        pairs = cluster.sql(PAIR, conversation_id)
-        assert len(pairs) == 1
-        assert cluster.child_of(pairs[0][2]).startswith("worker")  # ran on a worker
-        words = newest_reply_words(cluster, conversation_id, results_seq(cluster, conversation_id))
-        for tab in (one, two):
-            await tab.wait_for(words[-1])  # the continuation reached both
-        assert cluster.sql(PAIR, conversation_id)[0][1] == "succeeded"
-        assert len(tool_results(cluster, conversation_id)) == 1
+        await follow_a_demo_tool_call(cluster, one, two, conversation_id)
     finally:
         await one.close()
         await two.close()

@@ -10,10 +10,9 @@ import pytest
 
 from tests.cluster.harness import Cluster
 from tests.cluster.test_across_processes import (
-    PAIR,
+    follow_a_demo_tool_call,
     newest_reply_words,
     results_seq,
-    tool_results,
     two_tabs,
 )
 
@@ -37,16 +36,9 @@ async def test_two_tabs_on_two_processes_follow_a_tool_call_from_carried_bells(
     assert shown.strip().splitlines()[-1] == "True"  # every process of the stack carries
     one, two, conversation_id = await two_tabs(cluster)
     try:
-        await one.send({"type": "send", "text": "run the demo tool for 2 seconds"})
+        await follow_a_demo_tool_call(cluster, one, two, conversation_id)
         for tab in (one, two):
-            await tab.wait_for("start the demo tool")  # the reply streams to both
-            await tab.wait_for("1 of 2 s")  # progress from the worker reaches both
-        words = newest_reply_words(cluster, conversation_id, results_seq(cluster, conversation_id))
-        for tab in (one, two):
-            await tab.wait_for(words[-1])  # the continuation reached both
             await tab.wait_for("Succeeded")  # the card's end, rung by the worker
-        assert cluster.sql(PAIR, conversation_id)[0][1] == "succeeded"
-        assert len(tool_results(cluster, conversation_id)) == 1
         await two.send({"type": "send", "text": "and now a short one"})
         words = newest_reply_words(
             cluster, conversation_id, results_seq(cluster, conversation_id) + 1

@@ -12,6 +12,7 @@ from channels.layers import get_channel_layer
 
 from chat.runtime import broadcast, events
 from chat.runtime.broadcast import ReplyBroadcaster
+from tests.conftest import drain
 
 
 @pytest.fixture
@@ -22,12 +23,7 @@ async def listener() -> AsyncIterator[Any]:
     await layer.group_add(events.conversation_group(5), channel)
 
     async def received() -> list[dict[str, Any]]:
-        out = []
-        while True:
-            try:
-                out.append(await asyncio.wait_for(layer.receive(channel), 0.05))
-            except TimeoutError:
-                return out
+        return await drain(layer, channel)
 
     yield received
     await layer.group_discard(events.conversation_group(5), channel)

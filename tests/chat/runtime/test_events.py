@@ -8,7 +8,7 @@ import pytest
 from django.db import transaction
 
 from chat.runtime import events
-from tests.conftest import subscribe
+from tests.conftest import Subscription
 
 
 def test_it_names_a_group_per_conversation_and_per_user() -> None:
@@ -18,7 +18,7 @@ def test_it_names_a_group_per_conversation_and_per_user() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_it_rings_the_conversation_and_its_owner_after_commit() -> None:
-    received = subscribe(events.conversation_group(12), events.user_group(3))
+    received = Subscription(events.conversation_group(12), events.user_group(3))
     with transaction.atomic():
         events.ring(12, 3)
         assert received() == []  # nothing before the commit
@@ -33,7 +33,7 @@ def test_it_rings_the_conversation_and_its_owner_after_commit() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_it_never_rings_for_a_change_rolled_back() -> None:
-    received = subscribe(events.conversation_group(12))
+    received = Subscription(events.conversation_group(12))
     with pytest.raises(RuntimeError), transaction.atomic():
         events.ring(12)
         raise RuntimeError("rolled back")
@@ -44,7 +44,7 @@ def test_it_never_rings_for_a_change_rolled_back() -> None:
 def test_one_bell_rings_each_conversation_once_after_every_commit_inside() -> None:
     """One database hop of several commits (a message stored, then its reply begun) rings
     once, at the end, so the tabs read once; the owner's list hears of it if any ring said so."""
-    received = subscribe(events.conversation_group(12), events.user_group(3))
+    received = Subscription(events.conversation_group(12), events.user_group(3))
     with events.one_bell():
         with transaction.atomic():
             events.ring(12)
@@ -59,7 +59,7 @@ def test_one_bell_rings_each_conversation_once_after_every_commit_inside() -> No
 
 @pytest.mark.django_db(transaction=True)
 def test_one_bell_still_rings_what_committed_before_an_error() -> None:
-    received = subscribe(events.conversation_group(12))
+    received = Subscription(events.conversation_group(12))
     with pytest.raises(RuntimeError), events.one_bell():
         with transaction.atomic():
             events.ring(12)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from typing import Any
 
 import pytest
@@ -18,7 +18,7 @@ from chat.queries import thread
 from chat.runtime import events
 from chat.services import messages
 from chat.sockets import digest, fanout
-from tests.conftest import subscribe
+from tests.conftest import Subscription
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -141,32 +141,31 @@ def _thread_name() -> str:
 def fresh_fanout(monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
     """Bells that carry their change (``TANDEM_CARRY_CHANGES``), from a clean slate."""
     settings.TANDEM_CARRY_CHANGES = True
-    monkeypatch.setattr(fanout, "_following", Counter())
     monkeypatch.setattr(fanout, "_told", OrderedDict())
 
 
 def test_bells_carry_nothing_unless_chosen(conversation: Any) -> None:
     assert settings.TANDEM_CARRY_CHANGES is False  # the default: the tabs read
-    bells = subscribe(events.conversation_group(conversation.pk))
-    fanout.follow(conversation.pk)
-    try:
-        for text in ("one", "two"):
-            messages.post_user_message(conversation.pk, text)
-            assert set(bells()[-1]) == {"type", "at"}
-    finally:
-        fanout.unfollow(conversation.pk)
+    bells = Subscription(events.conversation_group(conversation.pk))  # a tab here follows
+    for text in ("one", "two"):
+        messages.post_user_message(conversation.pk, text)
+        assert set(bells()[-1]) == {"type", "at"}
 
 
 @pytest.mark.usefixtures("fresh_fanout")
 def test_a_bell_carries_its_change_once_a_tab_here_follows_and_a_cursor_is_known(
     conversation: Any,
 ) -> None:
-    """Every bell is described by the writer after its commit (chat.apps wires ``describe``)."""
-    bells = subscribe(events.conversation_group(conversation.pk))
+    """Every bell is described by the writer after its commit (chat.apps wires ``describe``);
+    a tab here follows the conversation while its socket is in the group."""
+    group = events.conversation_group(conversation.pk)
+    bells = Subscription(f"{group}-elsewhere")  # a channel that hears nothing of it yet
     messages.post_user_message(conversation.pk, "before anyone looks")
-    assert "digest" not in bells()[-1]  # nobody follows here: nothing built
+    assert not fanout.followed_here(conversation.pk)  # nobody follows here: nothing built
     assert conversation.pk not in fanout._told
-    fanout.follow(conversation.pk)
+    bells.leave()
+    bells = Subscription(group)
+    assert fanout.followed_here(conversation.pk)
     messages.post_user_message(conversation.pk, "first")
     assert "digest" not in bells()[-1]  # no cursor told yet: the tabs read this one
     start = thread.cursor(conversation.pk)
@@ -177,16 +176,17 @@ def test_a_bell_carries_its_change_once_a_tab_here_follows_and_a_cursor_is_known
     assert fanout.carried(conversation.pk, bell) == (start, expected)
     assert "now it travels" in expected.new
     assert fanout._told[conversation.pk] == (expected.seq, expected.rev)
-    fanout.unfollow(conversation.pk)
+    bells.leave()
+    assert not fanout.followed_here(conversation.pk)
     messages.post_user_message(conversation.pk, "nobody again")
-    assert "digest" not in bells()[-1] and conversation.pk not in fanout._told
+    assert conversation.pk not in fanout._told
 
 
 @pytest.mark.usefixtures("fresh_fanout")
 def test_with_several_processes_every_bell_is_described_and_a_big_change_travels_plain(
     conversation: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bells = subscribe(events.conversation_group(conversation.pk))
+    bells = Subscription(events.conversation_group(conversation.pk))
     with override_settings(TANDEM_DOORBELLS=True):  # tabs elsewhere may follow
         messages.post_user_message(conversation.pk, "the cursor is told")
         messages.post_user_message(conversation.pk, "x" * 50)
@@ -205,7 +205,7 @@ def test_with_several_processes_every_bell_is_described_and_a_big_change_travels
 def test_a_bell_rings_plain_when_describing_fails(
     conversation: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    bells = subscribe(events.conversation_group(conversation.pk))
+    bells = Subscription(events.conversation_group(conversation.pk))
 
     def broken(conversation_id: int) -> None:
         raise RuntimeError("no")
